@@ -1,0 +1,60 @@
+"""``megamon summarize FILE [--now RFC3339]``: read an event file after an incident and print
+every key's summary, exactly as the running service would compute it at that ``now``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from megamon.errors import ConfigError, EventFileError
+from megamon.history.summarizing import anomalies, summarize_all
+from megamon.records import codec, timestamps
+
+log = logging.getLogger("megamon.summarize")
+
+
+def register(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "summarize",
+        help="summarize an event file (durations in integer nanoseconds)",
+        description="Print one JSON object: key → summary, with the Go megamon's keys and "
+        "durations in integer nanoseconds.",
+    )
+    parser.add_argument("file", metavar="FILE", help="an event file in the durable format")
+    parser.add_argument(
+        "--now",
+        metavar="RFC3339",
+        help="the moment to summarize at (default: the current time)",
+    )
+    parser.set_defaults(run=run)
+
+
+def _now(text: str | None) -> int:
+    if text is None:
+        return time.time_ns()
+    try:
+        return timestamps.parse(text)
+    except timestamps.TimestampError as err:
+        raise ConfigError(f"--now: {err}") from None
+
+
+def _read(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as err:
+        raise EventFileError(path, f"cannot read: {err.strerror or err}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    now = _now(args.now)
+    records = codec.decode_event_file(_read(args.file), args.file)
+    for key, record in records.items():
+        for problem in anomalies(record):
+            log.warning('%s: key "%s": %s', args.file, key, problem)
+    sys.stdout.buffer.write(codec.encode_summaries(summarize_all(records, now), indent=True))
+    sys.stdout.buffer.write(b"\n")
+    return 0

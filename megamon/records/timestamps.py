@@ -1,0 +1,73 @@
+"""RFC 3339 timestamps as integer nanoseconds since the Unix epoch.
+
+Python's ``datetime`` stops at microseconds, but the Go megamon writes nanoseconds and every
+duration megamon reports must match it to the nanosecond. So timestamps live in memory as
+``int`` nanoseconds and are only turned into text here, in the Go ``time.RFC3339Nano`` layout:
+UTC, a trailing ``Z``, and a fraction of up to nine digits with trailing zeros removed
+(``2026-05-04T18:30:00Z``, ``2026-05-04T18:23:24.1234Z``).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+NANOS_PER_SECOND = 1_000_000_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EPOCH_ORDINAL = _EPOCH.toordinal()
+_SECONDS_PER_DAY = 86_400
+
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
+    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))"
+)
+
+
+class TimestampError(ValueError):
+    """Text that is not an RFC 3339 timestamp with at most nine fractional digits."""
+
+
+def parse(text: str) -> int:
+    """Nanoseconds since the epoch of an RFC 3339 timestamp (any offset, 0–9 fraction digits)."""
+    m = _RFC3339.fullmatch(text)
+    if m is None:
+        raise TimestampError(f"not an RFC 3339 timestamp: {text!r}")
+    year, month, day, hour, minute, second = (int(g) for g in m.group(1, 2, 3, 4, 5, 6))
+    if hour > 23 or minute > 59 or second > 59:
+        raise TimestampError(f"time of day out of range: {text!r}")
+    try:
+        days = datetime(year, month, day).toordinal() - _EPOCH_ORDINAL
+    except ValueError as err:
+        raise TimestampError(f"invalid date in {text!r}: {err}") from None
+    seconds = days * _SECONDS_PER_DAY + hour * 3600 + minute * 60 + second
+    if m.group(9) is not None:
+        offset = int(m.group(10)) * 3600 + int(m.group(11)) * 60
+        seconds -= offset if m.group(9) == "+" else -offset
+    fraction = m.group(7)
+    nanos = int(fraction.ljust(9, "0")) if fraction else 0
+    return seconds * NANOS_PER_SECOND + nanos
+
+
+def format_ns(ns: int) -> str:
+    """The Go ``RFC3339Nano`` text of a timestamp, always in UTC with a trailing ``Z``."""
+    seconds, nanos = divmod(ns, NANOS_PER_SECOND)
+    moment = _EPOCH + timedelta(seconds=seconds)
+    text = f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}"
+    if nanos:
+        text += "." + f"{nanos:09d}".rstrip("0")
+    return text + "Z"
+
+
+def from_datetime(moment: datetime) -> int:
+    """Nanoseconds of an aware ``datetime`` (microsecond precision, as datetimes have)."""
+    if moment.tzinfo is None:
+        raise TimestampError(f"naive datetime {moment!r}: a time zone is required")
+    delta = moment - _EPOCH
+    return (delta.days * _SECONDS_PER_DAY + delta.seconds) * NANOS_PER_SECOND + (
+        delta.microseconds * 1000
+    )
+
+
+def seconds(ns: int) -> float:
+    """A duration in nanoseconds as float seconds, the unit of Prometheus."""
+    return ns / NANOS_PER_SECOND
