@@ -84,6 +84,24 @@ def _decode_record(raw: Any, cache: _TimestampCache, source: str, key: str) -> E
     ts: list[int] = []
     flags = bytearray()
     for index, event in enumerate(events):
+        # The fast path takes the events megamon and the Go megamon write; anything else
+        # (nulls, wrong types, bad text) goes through the checking decoder.
+        if type(event) is dict:
+            up, text = event.get("up"), event.get("ts")
+            ed, failed = event.get("ed", False), event.get("f", False)
+            if (
+                type(up) is bool
+                and type(text) is str
+                and (ed is False or ed is True)
+                and (failed is False or failed is True)
+            ):
+                try:
+                    ts.append(cache[text])
+                except timestamps.TimestampError:
+                    pass
+                else:
+                    flags.append(up + (ed << 1) + (failed << 2))
+                    continue
         try:
             t, f = _decode_event(event, cache)
         except ValueError as err:

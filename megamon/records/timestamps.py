@@ -10,6 +10,7 @@ UTC, a trailing ``Z``, and a fraction of up to nine digits with trailing zeros r
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from datetime import UTC, datetime, timedelta
 
 NANOS_PER_SECOND = 1_000_000_000
@@ -27,8 +28,47 @@ class TimestampError(ValueError):
     """Text that is not an RFC 3339 timestamp with at most nine fractional digits."""
 
 
+_FRACTION_SCALE = (0, 10**8, 10**7, 10**6, 10**5, 10**4, 10**3, 10**2, 10, 1)
+_ONE_SECOND = timedelta(seconds=1)
+_NAIVE_EPOCH = datetime(1970, 1, 1)
+
+
+@lru_cache(maxsize=1 << 16)
+def _utc_seconds(head: str) -> int | None:
+    """Epoch seconds of ``YYYY-MM-DDTHH:MM:SS``; cached, as histories share their seconds."""
+    if not head.isascii():
+        return None
+    try:
+        moment = datetime.fromisoformat(head)
+    except ValueError:
+        return None
+    if moment.isoformat() != head:  # fromisoformat is laxer than RFC 3339
+        return None
+    return (moment - _NAIVE_EPOCH) // _ONE_SECOND
+
+
+def _fast_utc(text: str) -> int | None:
+    """The common case, ``YYYY-MM-DDTHH:MM:SS[.fraction]Z``, without a regex; else ``None``."""
+    n = len(text)
+    if n < 20 or text[-1] != "Z" or text[10] != "T" or text[4] != "-" or text[13] != ":":
+        return None
+    if n > 20 and (text[19] != "." or n > 30):
+        return None
+    fraction = text[20:-1]
+    if n > 20 and not (fraction.isascii() and fraction.isdigit()):
+        return None
+    seconds = _utc_seconds(text[:19])
+    if seconds is None:
+        return None
+    nanos = int(fraction) * _FRACTION_SCALE[len(fraction)] if fraction else 0
+    return seconds * NANOS_PER_SECOND + nanos
+
+
 def parse(text: str) -> int:
     """Nanoseconds since the epoch of an RFC 3339 timestamp (any offset, 0–9 fraction digits)."""
+    fast = _fast_utc(text)
+    if fast is not None:
+        return fast
     m = _RFC3339.fullmatch(text)
     if m is None:
         raise TimestampError(f"not an RFC 3339 timestamp: {text!r}")
@@ -48,11 +88,15 @@ def parse(text: str) -> int:
     return seconds * NANOS_PER_SECOND + nanos
 
 
+@lru_cache(maxsize=1 << 16)
+def _utc_text(seconds: int) -> str:
+    return (_NAIVE_EPOCH + timedelta(seconds=seconds)).isoformat()
+
+
 def format_ns(ns: int) -> str:
     """The Go ``RFC3339Nano`` text of a timestamp, always in UTC with a trailing ``Z``."""
     seconds, nanos = divmod(ns, NANOS_PER_SECOND)
-    moment = _EPOCH + timedelta(seconds=seconds)
-    text = f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}"
+    text = _utc_text(seconds)
     if nanos:
         text += "." + f"{nanos:09d}".rstrip("0")
     return text + "Z"
