@@ -76,8 +76,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     print(f"{args.keys} keys x {args.events} events, best of {args.runs}, CPU time, one core")
-    print(f"{'file':14} {'MB':>7} {'parse MB/s':>11} {'parse ev/s':>12} {'summ. ev/s':>12} "
-          f"{'encode MB/s':>12}")
+    print(
+        f"{'file':14} {'MB':>7} {'parse MB/s':>11} {'parse ev/s':>12} {'summ. ev/s':>12} "
+        f"{'encode MB/s':>12}"
+    )
     for name, distinct in (("cycle-shared", False), ("all-distinct", True)):
         r = measure(args.keys, args.events, distinct, args.runs)
         print(

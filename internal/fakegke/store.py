@@ -1,0 +1,119 @@
+"""Thread-safe in-memory state of the fake: clusters and their node pools.
+
+Why: the HTTP handler threads and the test thread (through the Python API) read and write the
+same node pools concurrently, so every access goes through one lock and hands out deep copies;
+a test can never mutate served state by accident, and a reply is never half-updated.
+
+Node pools are stored in GKE's REST JSON shape (camelCase, enums as names), exactly as a test
+supplied them plus the fields GKE always fills in (``name``, ``selfLink``). A cluster exists as
+soon as a node pool is put into it and is never removed (GKE clusters outlive their pools).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from internal.fakegke.enums import status_problem
+from internal.fakegke.errors import invalid_argument, not_found
+
+JsonObject = dict[str, Any]
+
+SELF_LINK_BASE = "https://container.googleapis.com/v1"
+
+
+@dataclass(frozen=True)
+class ClusterRef:
+    """Identifies a cluster; ``location`` is a region or a zone, as in GKE."""
+
+    project: str
+    location: str
+    cluster: str
+
+    @property
+    def resource(self) -> str:
+        """The resource name, e.g. ``projects/p/locations/l/clusters/c``."""
+        return f"projects/{self.project}/locations/{self.location}/clusters/{self.cluster}"
+
+    def node_pool_resource(self, name: str) -> str:
+        """The resource name of node pool ``name`` in this cluster."""
+        return f"{self.resource}/nodePools/{name}"
+
+
+def check_status(status: object) -> str:
+    """Return ``status`` if it is a v1 NodePool.Status name, else raise a 400 ``ApiError``."""
+    problem = status_problem(status)
+    if problem is not None:
+        raise invalid_argument(problem)
+    return str(status)
+
+
+class NodePoolStore:
+    """Clusters and node pools, in insertion order, guarded by one lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._clusters: dict[ClusterRef, dict[str, JsonObject]] = {}
+
+    def put(self, ref: ClusterRef, name: str, node_pool: JsonObject) -> JsonObject:
+        """Create or replace node pool ``name`` (which overrides any name in the body)."""
+        stored = _normalised(ref, name, node_pool)
+        with self._lock:
+            self._clusters.setdefault(ref, {})[name] = stored
+            return copy.deepcopy(stored)
+
+    def delete(self, ref: ClusterRef, name: str) -> None:
+        """Remove node pool ``name``; 404 if the cluster or the pool is unknown."""
+        with self._lock:
+            pools = self._pools(ref)
+            if name not in pools:
+                raise not_found(ref.node_pool_resource(name))
+            del pools[name]
+
+    def get(self, ref: ClusterRef, name: str) -> JsonObject:
+        """A copy of node pool ``name``; 404 if the cluster or the pool is unknown."""
+        with self._lock:
+            pool = self._pools(ref).get(name)
+            if pool is None:
+                raise not_found(ref.node_pool_resource(name))
+            return copy.deepcopy(pool)
+
+    def list(self, ref: ClusterRef) -> list[JsonObject]:
+        """Copies of the cluster's node pools in creation order; 404 if the cluster is unknown."""
+        with self._lock:
+            return [copy.deepcopy(pool) for pool in self._pools(ref).values()]
+
+    def set_status(self, ref: ClusterRef, name: str, status: str, message: str) -> JsonObject:
+        """Set ``status`` and ``statusMessage`` (omitted when empty, as GKE omits it)."""
+        check_status(status)
+        with self._lock:
+            pool = self._pools(ref).get(name)
+            if pool is None:
+                raise not_found(ref.node_pool_resource(name))
+            pool["status"] = status
+            if message:
+                pool["statusMessage"] = message
+            else:
+                pool.pop("statusMessage", None)
+            return copy.deepcopy(pool)
+
+    def _pools(self, ref: ClusterRef) -> dict[str, JsonObject]:
+        pools = self._clusters.get(ref)
+        if pools is None:
+            raise not_found(ref.resource)
+        return pools
+
+
+def _normalised(ref: ClusterRef, name: str, node_pool: object) -> JsonObject:
+    if not isinstance(node_pool, dict):
+        raise invalid_argument("a node pool must be a JSON object")
+    if not name or "/" in name:
+        raise invalid_argument(f"invalid node pool name {name!r}")
+    stored: JsonObject = copy.deepcopy(node_pool)
+    stored["name"] = name
+    stored.setdefault("selfLink", f"{SELF_LINK_BASE}/{ref.node_pool_resource(name)}")
+    if "status" in stored:
+        check_status(stored["status"])
+    return stored
