@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from megamon import __version__
-from megamon.cli import summarize
+from megamon.cli import events, summarize
 from megamon.errors import MegamonError
 
 EXIT_USAGE = 2
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     summarize.register(commands)
+    events.register(commands)
     return parser
 
 
@@ -36,7 +37,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status: int = args.run(args)
     except MegamonError as err:
-        print(f"{PROG} {args.command}: {err}", file=sys.stderr)
+        command = " ".join(filter(None, (args.command, getattr(args, "action", None))))
+        print(f"{PROG} {command}: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

@@ -29,7 +29,13 @@ import orjson
 
 from megamon.errors import EventFileError
 from megamon.records import timestamps
-from megamon.records.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
+from megamon.records.events import (
+    FLAG_EXPECTED_DOWN,
+    FLAG_FAILED,
+    FLAG_UP,
+    ArchiveEntry,
+    EventRecord,
+)
 from megamon.records.kinds import KIND_SPECS
 from megamon.records.observations import Observation
 from megamon.records.reports import Report
@@ -166,6 +172,44 @@ def encode_event_file(records: Mapping[str, EventRecord]) -> bytes:
         for key in sorted(records)
     )
     return ("{" + body + "}").encode()
+
+
+def encode_archive_entry(entry: ArchiveEntry) -> bytes:
+    """``{"kind","key","retiredAt","attrs","upEvents"}`` of a retired resource."""
+    head = orjson.dumps(
+        {
+            "kind": entry.kind,
+            "key": entry.key,
+            "retiredAt": timestamps.format_ns(entry.retired_at),
+            "attrs": entry.attrs,
+        }
+    ).decode()
+    events = _record_json(entry.record, {})[len('{"upEvents":') : -1]
+    return (head[:-1] + ',"upEvents":' + events + "}").encode()
+
+
+def decode_archive_entry(data: bytes, source: str) -> ArchiveEntry:
+    """An archive entry written by ``encode_archive_entry``."""
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError as err:
+        raise EventFileError(source, f"invalid JSON: {err}") from None
+    if type(document) is not dict:
+        raise EventFileError(source, "an archive entry must be a JSON object")
+    key = document.get("key")
+    kind = document.get("kind")
+    retired = document.get("retiredAt")
+    attrs = document.get("attrs") or {}
+    if type(key) is not str or type(kind) is not str or type(retired) is not str:
+        raise EventFileError(source, "an archive entry needs string 'kind', 'key', 'retiredAt'")
+    if type(attrs) is not dict:
+        raise EventFileError(source, "'attrs' must be an object", key)
+    try:
+        retired_at = timestamps.parse(retired)
+    except timestamps.TimestampError as err:
+        raise EventFileError(source, f"'retiredAt': {err}", key) from None
+    record = _decode_record(document, _TimestampCache(), source, key)
+    return ArchiveEntry(kind=kind, key=key, retired_at=retired_at, attrs=attrs, record=record)
 
 
 def summary_dict(summary: Summary) -> dict[str, Any]:

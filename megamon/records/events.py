@@ -97,3 +97,19 @@ class EventRecord(BaseModel):
 
 
 EMPTY_RECORD = EventRecord()
+
+
+class ArchiveEntry(BaseModel):
+    """The history of a resource that is no longer observed, kept forever.
+
+    Written to ``archive/<kind>/<key>.json`` when the key leaves the live file, with the
+    attributes it last had and the moment it was retired.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: str
+    key: str
+    retired_at: int
+    attrs: dict[str, object] = {}
+    record: EventRecord = EMPTY_RECORD

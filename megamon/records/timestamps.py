@@ -10,8 +10,8 @@ UTC, a trailing ``Z``, and a fraction of up to nine digits with trailing zeros r
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 
 NANOS_PER_SECOND = 1_000_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -1,0 +1,53 @@
+"""``megamon events show KIND`` and ``megamon events archive KIND [KEY]``: print the history
+megamon keeps, as JSON, for an operator after an incident."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import orjson
+
+from megamon.cli.history import add_history_options, history_store, parse_kind
+from megamon.records import codec
+
+
+def register(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "events", help="print the stored event history as JSON"
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    show = actions.add_parser("show", help="the live records of one kind")
+    show.add_argument("kind", metavar="KIND", type=parse_kind)
+    add_history_options(show)
+    show.set_defaults(run=run_show)
+
+    archive = actions.add_parser(
+        "archive", help="the keys retired from a kind, or every retirement of one key"
+    )
+    archive.add_argument("kind", metavar="KIND", type=parse_kind)
+    archive.add_argument("key", metavar="KEY", nargs="?")
+    add_history_options(archive)
+    archive.set_defaults(run=run_archive)
+
+
+def _print(document: Any) -> None:
+    sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def run_show(args: argparse.Namespace) -> int:
+    snapshot = history_store(args).read(args.kind)
+    _print(orjson.loads(codec.encode_event_file(snapshot.records)))
+    return 0
+
+
+def run_archive(args: argparse.Namespace) -> int:
+    store = history_store(args)
+    if args.key is None:
+        _print(store.archived_keys(args.kind))
+    else:
+        entries = store.read_archive(args.kind, args.key)
+        _print([orjson.loads(codec.encode_archive_entry(e)) for e in entries])
+    return 0

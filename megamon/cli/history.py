@@ -1,0 +1,60 @@
+"""Options shared by every command that reads history: ``--config-path``, or
+``--events-dir DIR`` (a directory standing for ``<bucket>/<EventsBucketPath>``), or
+``--bucket B --path P``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from megamon.config import DEFAULT_CONFIG_PATH, Config, load_config
+from megamon.errors import ConfigError
+from megamon.records.kinds import Kind
+from megamon.store.base import EventStore
+from megamon.store.factory import gcs_client, open_store
+from megamon.store.gcs import GcsEventStore
+from megamon.store.local import LocalEventStore
+
+
+def add_history_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config-path",
+        metavar="PATH",
+        help=f"the configuration of 'megamon run' (default: {DEFAULT_CONFIG_PATH} if present)",
+    )
+    parser.add_argument("--events-dir", metavar="DIR", help="read history from this directory")
+    parser.add_argument("--bucket", metavar="B", help="read history from this GCS bucket")
+    parser.add_argument("--path", metavar="P", help="the history's path in --bucket")
+
+
+def parse_kind(text: str) -> Kind:
+    try:
+        return Kind(text)
+    except ValueError:
+        known = ", ".join(k.value for k in Kind)
+        raise argparse.ArgumentTypeError(f"unknown kind {text!r} (known: {known})") from None
+
+
+def _config(args: argparse.Namespace) -> Config:
+    if args.config_path:
+        return load_config(args.config_path)
+    if Path(DEFAULT_CONFIG_PATH).exists():
+        return load_config(DEFAULT_CONFIG_PATH)
+    return Config()
+
+
+def history_store(args: argparse.Namespace) -> EventStore:
+    """The store the options name; an override wins over the configuration file."""
+    if args.events_dir and args.bucket:
+        raise ConfigError("give --events-dir or --bucket, not both")
+    if args.path and not args.bucket:
+        raise ConfigError("--path needs --bucket")
+    if args.events_dir:
+        if not Path(args.events_dir).is_dir():
+            raise ConfigError(f"--events-dir {args.events_dir}: no such directory")
+        return LocalEventStore(args.events_dir)
+    config = _config(args)
+    if args.bucket:
+        path = args.path if args.path is not None else config.events_path
+        return GcsEventStore(gcs_client(config.GKE.ProjectID), args.bucket, path)
+    return open_store(config)

@@ -1,0 +1,47 @@
+"""Instruments megamon keeps about itself: latencies of its dependencies and error counters.
+
+They are ordinary prometheus-client metrics registered in the registry the caller passes (the
+application's private one, never the module-global default), and handed to the components
+that observe them through their constructors. The fleet's own figures are not here: those are
+rendered from the latest report by the collector.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+LABEL_OPERATION = "operation"
+LABEL_KIND = "kind"
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class Instruments:
+    """The self-observation metrics of one megamon process."""
+
+    def __init__(self, prefix: str, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.gcs_latency = Histogram(
+            f"{prefix}_gcs_latency_seconds",
+            "Latency of Google Cloud Storage calls made by the event store, retries included.",
+            [LABEL_OPERATION],
+            registry=registry,
+            buckets=_LATENCY_BUCKETS,
+        )
+        self.corrupt_objects = Counter(
+            f"{prefix}_event_store_corrupt_objects",
+            "Event files that could not be parsed and were quarantined (copied aside).",
+            [LABEL_KIND],
+            registry=registry,
+        )
+        self.store_conflicts = Counter(
+            f"{prefix}_event_store_conflicts",
+            "Compare-and-swap writes that lost to another writer and were re-applied.",
+            [LABEL_KIND],
+            registry=registry,
+        )
+
+    @classmethod
+    def unregistered(cls, prefix: str = "megamon") -> Instruments:
+        """Instruments nobody scrapes, for commands that are not the service."""
+        return cls(prefix, CollectorRegistry())

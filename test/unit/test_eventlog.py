@@ -1,0 +1,84 @@
+"""The event log over the in-memory store: batches, snapshots, readiness, retries."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+
+from megamon.errors import Conflict, StoreError
+from megamon.eventlog import EventLog
+from megamon.records.events import EventRecord
+from megamon.records.kinds import Kind
+from megamon.records.observations import Observation
+from megamon.store.base import Snapshot
+from megamon.store.memory import MemoryEventStore
+
+T = 1_780_272_000 * 10**9
+UP = Observation.build(expected=1, ready=1)
+DOWN = Observation.build(expected=1, ready=0)
+
+
+def test_ready_once_every_required_kind_was_observed() -> None:
+    log = EventLog(MemoryEventStore(), [Kind.NODEPOOL, Kind.JOBSET])
+    assert not log.ready
+    log.append({Kind.NODEPOOL: {}}, T)
+    assert not log.ready
+    log.append({Kind.JOBSET: {"js": UP}}, T)
+    assert log.ready
+
+
+def test_only_kinds_that_changed_are_written() -> None:
+    store = MemoryEventStore()
+    log = EventLog(store, [Kind.NODEPOOL, Kind.JOBSET])
+    log.append({Kind.NODEPOOL: {"np": UP}, Kind.JOBSET: {"js": DOWN}}, T)
+    versions = {k: store.read(k).version for k in (Kind.NODEPOOL, Kind.JOBSET)}
+    log.append({Kind.NODEPOOL: {"np": UP}, Kind.JOBSET: {"js": UP}}, T + 1)
+    assert store.read(Kind.NODEPOOL).version == versions[Kind.NODEPOOL]
+    assert store.read(Kind.JOBSET).version != versions[Kind.JOBSET]
+
+
+def test_an_empty_kind_writes_no_file() -> None:
+    store = MemoryEventStore()
+    EventLog(store, [Kind.SLICE]).append({Kind.SLICE: {}}, T)
+    assert store.read(Kind.SLICE) == Snapshot({}, None)
+
+
+def test_the_snapshot_holds_observations_and_records_of_one_batch() -> None:
+    log = EventLog(MemoryEventStore(), [Kind.NODEPOOL])
+    log.append({Kind.NODEPOOL: {"np": DOWN}}, T)
+    before = log.snapshot()
+    log.append({Kind.NODEPOOL: {"np": UP}}, T + 1)
+    after = log.snapshot()
+    assert before.observations[Kind.NODEPOOL]["np"] is DOWN
+    assert len(before.records[Kind.NODEPOOL]["np"]) == 1
+    assert after.observations[Kind.NODEPOOL]["np"] is UP
+    assert after.records[Kind.NODEPOOL]["np"].timestamps == (T, T + 1)
+
+
+class _AlwaysConflicting(MemoryEventStore):
+    def write(self, kind: Kind, records: Mapping[str, EventRecord], version: str | None) -> str:
+        raise Conflict("someone else keeps writing")
+
+
+def test_conflicts_are_retried_a_bounded_number_of_times() -> None:
+    log = EventLog(_AlwaysConflicting(), [Kind.NODEPOOL], max_attempts=3)
+    with pytest.raises(StoreError, match="nodepool history: gave up after 3 conflicting writes"):
+        log.append({Kind.NODEPOOL: {"np": UP}}, T)
+    assert log.snapshot().observations[Kind.NODEPOOL]["np"] is UP
+
+
+class _Broken(MemoryEventStore):
+    def read(self, kind: Kind) -> Snapshot:
+        if kind is Kind.JOBSET:
+            raise StoreError("bucket unreachable")
+        return super().read(kind)
+
+
+def test_a_failing_kind_does_not_stop_the_others() -> None:
+    store = _Broken()
+    log = EventLog(store, [Kind.NODEPOOL, Kind.JOBSET])
+    with pytest.raises(StoreError, match="jobset: bucket unreachable"):
+        log.append({Kind.NODEPOOL: {"np": UP}, Kind.JOBSET: {"js": UP}}, T)
+    assert set(store.read(Kind.NODEPOOL).records) == {"np"}
+    assert log.ready
