@@ -31,6 +31,7 @@ typecheck: $(STAMP)
 ## bench: the benchmarks of internal/bench (figures go to README / docs/performance.md).
 bench: $(STAMP)
 	$(BIN)/python -m internal.bench.summarize
+	$(BIN)/python -m internal.bench.eventstore
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache
