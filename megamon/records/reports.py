@@ -37,6 +37,8 @@ class Report(BaseModel):
     generated_at: int
     kinds: dict[Kind, KindReport] = {}
     scheduling: dict[str, ScheduledJob] = {}
+    observed_at: dict[str, int] = {}
+    """Per source (``gke``, ``kubernetes``): when it was last observed successfully (ns)."""
 
     def kind(self, kind: Kind) -> KindReport:
         return self.kinds.get(kind, KindReport())

@@ -1,0 +1,1 @@
+"""GKE input: node pools from the GKE API (or inferred from nodes in simulation)."""

@@ -1,0 +1,29 @@
+"""What megamon keeps of a GKE node pool, and the GKE status names it reasons about."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STATUS_PROVISIONING = "PROVISIONING"
+STATUS_RUNNING = "RUNNING"
+STATUS_RUNNING_WITH_ERROR = "RUNNING_WITH_ERROR"
+STATUS_RECONCILING = "RECONCILING"
+STATUS_STOPPING = "STOPPING"
+STATUS_DELETING = "DELETING"
+STATUS_ERROR = "ERROR"
+
+EXPECTED_DOWN_STATUSES = frozenset({STATUS_STOPPING, STATUS_DELETING})
+"""A pool being stopped or deleted is down on purpose: not an interruption."""
+FAILED_STATUSES = frozenset({STATUS_ERROR, STATUS_RUNNING_WITH_ERROR})
+"""GKE says the pool failed (to provision, or partly)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodePoolView:
+    name: str
+    status: str
+    machine_type: str
+    tpu_topology: str
+    accelerator: str
+    spot: bool
+    status_message: str = ""

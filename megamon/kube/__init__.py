@@ -1,0 +1,1 @@
+"""Kubernetes input: label keys, projections of raw objects, and the watch cache."""

@@ -1,0 +1,104 @@
+"""Node pools: GKE says which TPU pools exist and their status; nodes say how many are ready.
+
+Expected nodes come from the pool's topology and machine type (16x16 on ct5lp-hightpu-4t →
+64); when the pool gives no usable size, from a node's labels (topology chips over
+``gke-accelerator-count``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+
+from megamon.errors import ObservationError
+from megamon.gke.views import EXPECTED_DOWN_STATUSES, FAILED_STATUSES, NodePoolView
+from megamon.kube.projections import NodeView
+from megamon.observers.common import Observed, Problem, Settings
+from megamon.records.kinds import Kind
+from megamon.records.observations import Attrs, Observation
+from megamon.rules import tpu
+from megamon.rules.readiness import Readiness, node_readiness
+
+
+def _count(nodes: list[NodeView], now: int, settings: Settings) -> tuple[int, int]:
+    states = Counter(
+        node_readiness(n.ready_status, n.ready_since_ns, now, settings.grace_ns) for n in nodes
+    )
+    return states[Readiness.READY], states[Readiness.UNKNOWN]
+
+
+def _size(pool: NodePoolView, nodes: list[NodeView]) -> tuple[str, int]:
+    """(topology, expected nodes) from the pool, else from its nodes' labels."""
+    if pool.tpu_topology:
+        try:
+            return pool.tpu_topology, tpu.expected_nodes(pool.tpu_topology, pool.machine_type)
+        except ObservationError as err:
+            if not nodes:
+                raise
+            pool_error: ObservationError | None = err
+    else:
+        pool_error = None
+    for node in nodes:
+        if node.topology and node.accelerator_count:
+            return node.topology, tpu.expected_nodes_from_labels(
+                node.topology, node.accelerator_count
+            )
+    raise pool_error or ObservationError("no TPU topology on the pool or on any of its nodes")
+
+
+def _is_tpu_pool(pool: NodePoolView, nodes: list[NodeView]) -> bool:
+    if pool.tpu_topology or nodes:
+        return True
+    try:
+        tpu.chips_per_vm(pool.machine_type)
+    except ObservationError:
+        return False  # a CPU or GPU pool: not megamon's business
+    return True
+
+
+def observe_nodepools(
+    pools: Iterable[NodePoolView], nodes: Iterable[NodeView], now: int, settings: Settings
+) -> Observed:
+    """One observation per TPU node pool, keyed by pool name."""
+    by_pool: dict[str, list[NodeView]] = defaultdict(list)
+    for node in nodes:
+        if node.topology:
+            by_pool[node.nodepool].append(node)
+    result = Observed()
+    for pool in pools:
+        members = by_pool.pop(pool.name, [])
+        if not _is_tpu_pool(pool, members):
+            continue
+        try:
+            topology, expected = _size(pool, members)
+        except ObservationError as err:
+            result.problems.append(Problem(Kind.NODEPOOL, pool.name, str(err)))
+            continue
+        ready, unknown = _count(members, now, settings)
+        accelerator = pool.accelerator or next((n.accelerator for n in members), "")
+        result.observations[pool.name] = Observation.build(
+            expected=expected,
+            ready=ready,
+            unknown=unknown,
+            threshold=settings.threshold,
+            status=pool.status,
+            expected_down=pool.status in EXPECTED_DOWN_STATUSES,
+            failed=pool.status in FAILED_STATUSES,
+            attrs=Attrs(
+                nodepool_name=pool.name,
+                tpu_topology=topology,
+                tpu_accelerator=accelerator,
+                tpu_chip_count=tpu.topology_chips(topology),
+                spot=pool.spot,
+            ),
+        )
+    for name, orphans in sorted(by_pool.items()):
+        result.problems.append(
+            Problem(
+                Kind.NODEPOOL,
+                name or "(no gke-nodepool label)",
+                f"{len(orphans)} TPU node(s) name this node pool, which GKE does not list; "
+                "not counted",
+            )
+        )
+    return result

@@ -1,0 +1,124 @@
+"""JobSets, the nodes provisioned for them, and LeaderWorkerSets (DESIGN §3)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from megamon.errors import ObservationError
+from megamon.kube import labels
+from megamon.kube.projections import JobSetView, LwsView, NodeView, TpuSelector
+from megamon.observers.common import Observed, Problem, Settings
+from megamon.observers.nodepools import _count
+from megamon.records.kinds import Kind
+from megamon.records.observations import Attrs, Observation
+from megamon.rules import tpu
+
+
+def _first_tpu(selectors: Iterable[TpuSelector]) -> TpuSelector:
+    for selector in selectors:
+        if selector.accelerator or selector.topology:
+            return selector
+    return TpuSelector()
+
+
+def _jobset_attrs(js: JobSetView) -> Attrs:
+    chips = 0
+    for rj in js.replicated_jobs:
+        if rj.tpu.topology:
+            chips += rj.replicas * tpu.topology_chips(rj.tpu.topology)
+    first = _first_tpu(rj.tpu for rj in js.replicated_jobs)
+    return Attrs(
+        jobset_name=js.name,
+        jobset_namespace=js.namespace,
+        jobset_uid=js.uid,
+        tpu_accelerator=first.accelerator,
+        tpu_topology=first.topology,
+        spot=any(rj.tpu.spot for rj in js.replicated_jobs),
+        tpu_chip_count=chips,
+    )
+
+
+def _subject(js: JobSetView) -> str:
+    return f"{js.namespace}/{js.name}"
+
+
+def observe_jobsets(jobsets: Iterable[JobSetView], settings: Settings) -> Observed:
+    """Keyed by JobSet UID: replicated Jobs expected vs ready.
+
+    A JobSet in a terminal state runs nothing, whatever its last ready count says: Completed
+    is expected down (a planned end), Failed and Suspended are down and count as
+    interruptions.
+    """
+    result = Observed()
+    for js in jobsets:
+        try:
+            attrs = _jobset_attrs(js)
+        except ObservationError as err:
+            result.problems.append(Problem(Kind.JOBSET, _subject(js), str(err)))
+            continue
+        result.observations[js.uid] = Observation.build(
+            expected=sum(rj.replicas for rj in js.replicated_jobs),
+            ready=0 if js.terminal else js.ready,
+            threshold=settings.threshold,
+            status=js.terminal,
+            expected_down=js.terminal == labels.JOBSET_COMPLETED,
+            attrs=attrs,
+        )
+    return result
+
+
+def observe_jobset_nodes(
+    jobsets: Iterable[JobSetView], nodes: Iterable[NodeView], now: int, settings: Settings
+) -> Observed:
+    """Keyed by JobSet UID: nodes the TPU provisioner created for the JobSet vs how many it
+    needs (Σ replicas × parallelism)."""
+    by_jobset: dict[tuple[str, str], list[NodeView]] = defaultdict(list)
+    for node in nodes:
+        if node.jobset_name:
+            by_jobset[(node.jobset_namespace, node.jobset_name)].append(node)
+    result = Observed()
+    for js in jobsets:
+        try:
+            attrs = _jobset_attrs(js)
+        except ObservationError as err:
+            result.problems.append(Problem(Kind.JOBSET_NODES, _subject(js), str(err)))
+            continue
+        ready, unknown = _count(by_jobset.get((js.namespace, js.name), []), now, settings)
+        result.observations[js.uid] = Observation.build(
+            expected=sum(rj.replicas * rj.parallelism for rj in js.replicated_jobs),
+            ready=ready,
+            unknown=unknown,
+            threshold=settings.threshold,
+            status=js.terminal,
+            expected_down=js.terminal == labels.JOBSET_COMPLETED,
+            attrs=attrs,
+        )
+    return result
+
+
+def observe_leaderworkersets(lwss: Iterable[LwsView], settings: Settings) -> Observed:
+    """Keyed by LWS UID: replicas expected vs ready."""
+    result = Observed()
+    for lws in lwss:
+        try:
+            chips = tpu.topology_chips(lws.tpu.topology) * lws.replicas if lws.tpu.topology else 0
+        except ObservationError as err:
+            subject = f"{lws.namespace}/{lws.name}"
+            result.problems.append(Problem(Kind.LEADERWORKERSET, subject, str(err)))
+            continue
+        result.observations[lws.uid] = Observation.build(
+            expected=lws.replicas,
+            ready=lws.ready_replicas,
+            threshold=settings.threshold,
+            attrs=Attrs(
+                lws_name=lws.name,
+                lws_namespace=lws.namespace,
+                lws_uid=lws.uid,
+                tpu_accelerator=lws.tpu.accelerator,
+                tpu_topology=lws.tpu.topology,
+                spot=lws.tpu.spot,
+                tpu_chip_count=chips,
+            ),
+        )
+    return result
