@@ -44,3 +44,8 @@ class StoreError(MegamonError):
 
 class Conflict(StoreError):
     """Compare-and-swap lost: the stored version moved since it was read."""
+
+
+class SourceError(MegamonError):
+    """An input API (GKE, Kubernetes, the metadata server) failed; the previous observation
+    is kept and the freshness gauge shows its age."""

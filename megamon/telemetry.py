@@ -41,6 +41,26 @@ class Instruments:
             registry=registry,
         )
 
+        self.gke_latency = Histogram(
+            f"{prefix}_gke_latency_seconds",
+            "Latency of GKE ListNodePools calls, retries included.",
+            registry=registry,
+            buckets=_LATENCY_BUCKETS,
+        )
+        self.aggregation_duration = Histogram(
+            f"{prefix}_aggregation_duration_seconds",
+            "Duration of one aggregation cycle: observe, record events, summarize, report.",
+            registry=registry,
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0),
+        )
+        self.observation_errors = Counter(
+            f"{prefix}_observation_errors",
+            "Objects skipped because they could not be observed (bad topology, missing "
+            "fields, nodes of unknown node pools); each distinct problem counts once.",
+            [LABEL_KIND],
+            registry=registry,
+        )
+
     @classmethod
     def unregistered(cls, prefix: str = "megamon") -> Instruments:
         """Instruments nobody scrapes, for commands that are not the service."""

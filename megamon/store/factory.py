@@ -4,7 +4,7 @@ named, otherwise the local directory (the embedded default)."""
 from __future__ import annotations
 
 from google.auth import exceptions as auth_exceptions
-from google.cloud import storage
+from google.cloud.storage import Client as StorageClient
 
 from megamon.config import Config
 from megamon.errors import StoreError
@@ -15,10 +15,10 @@ from megamon.store.memory import MemoryEventStore
 from megamon.telemetry import Instruments
 
 
-def gcs_client(project: str | None) -> storage.Client:
+def gcs_client(project: str | None) -> StorageClient:
     """A storage client with the ambient credentials (``STORAGE_EMULATOR_HOST`` honoured)."""
     try:
-        return storage.Client(project=project or None)
+        return StorageClient(project=project or None)
     except auth_exceptions.DefaultCredentialsError as err:
         raise StoreError(f"no Google Cloud credentials for the events bucket: {err}") from err
 

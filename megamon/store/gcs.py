@@ -17,7 +17,7 @@ import requests
 from google.api_core import exceptions as api_exceptions
 from google.api_core.retry import Retry
 from google.auth import exceptions as auth_exceptions
-from google.cloud import storage
+from google.cloud.storage import Client as StorageClient
 from google.cloud.storage.retry import (
     DEFAULT_RETRY,
     ConditionalRetryPolicy,
@@ -47,7 +47,7 @@ class GcsObjects:
 
     def __init__(
         self,
-        client: storage.Client,
+        client: StorageClient,
         bucket: str,
         *,
         instruments: Instruments,
@@ -145,7 +145,7 @@ class GcsEventStore(ObjectEventStore):
 
     def __init__(
         self,
-        client: storage.Client,
+        client: StorageClient,
         bucket: str,
         path: str,
         *,
