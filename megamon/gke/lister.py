@@ -119,3 +119,16 @@ class SimulatedNodePoolLister:
                     spot=node.spot,
                 )
         return sorted(pools.values(), key=lambda p: p.name)
+
+
+class StaticNodePoolLister:
+    """Node pools held in memory: tests and tools set them; ``fail`` makes listing fail."""
+
+    def __init__(self, pools: Iterable[NodePoolView] = ()) -> None:
+        self.pools = list(pools)
+        self.fail: SourceError | None = None
+
+    def list_node_pools(self) -> list[NodePoolView]:
+        if self.fail is not None:
+            raise self.fail
+        return list(self.pools)

@@ -7,36 +7,14 @@ current with watches; ``StaticCluster`` holds fixed snapshots for tests and tool
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from megamon.kube import resources
 from megamon.kube.cache import WatchCache
-from megamon.kube.projections import (
-    JobSetView,
-    LwsView,
-    NodeView,
-    PodView,
-    SliceView,
-    jobset_view,
-    lws_view,
-    node_view,
-    pod_view,
-    slice_view,
-)
+from megamon.kube.projections import jobset_view, lws_view, node_view, pod_view, slice_view
+from megamon.kube.snapshot import ClusterSnapshot
 from megamon.kube.watching import WatchSettings
-
-
-@dataclass(frozen=True)
-class ClusterSnapshot:
-    """Projections of every watched object at one moment, keyed as the cache keys them."""
-
-    nodes: Mapping[str, NodeView] = field(default_factory=dict)
-    leader_pods: Mapping[str, PodView] = field(default_factory=dict)
-    jobsets: Mapping[str, JobSetView] = field(default_factory=dict)
-    leaderworkersets: Mapping[str, LwsView] = field(default_factory=dict)
-    slices: Mapping[str, SliceView] = field(default_factory=dict)
 
 
 class ClusterView(Protocol):
