@@ -10,7 +10,7 @@ import argparse
 import shlex
 import signal
 import sys
-import threading
+import time
 from types import FrameType
 
 from internal.gcsemu.emulator import GcsEmulator, GcsEmulatorError
@@ -32,24 +32,25 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Start the emulator, print its endpoint and wait for Ctrl-C or SIGTERM."""
     args = _parse_args(argv)
-    stop = threading.Event()
+    stop_requested: list[int] = []
 
     def _on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
+        stop_requested.append(signum)  # no locks in a signal handler (Event.set can deadlock)
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _on_signal)
-    emulator = GcsEmulator(args.port, log_level=args.log_level)
+    emulator = GcsEmulator(args.port, log_level=args.log_level, inherit_output=True)
     try:
         emulator.start()
         for bucket in args.bucket:
             emulator.create_bucket(bucket)
         print(f"fake-gcs-server: {shlex.join(emulator.command(emulator.port))}", flush=True)
         print(f"endpoint: {emulator.endpoint}  (Ctrl-C to stop)", flush=True)
-        while not stop.wait(0.5):
+        while not stop_requested:
             if not emulator.running:
-                print(f"error: fake-gcs-server exited:\n{emulator.stderr_tail()}", file=sys.stderr)
+                print("error: fake-gcs-server exited", file=sys.stderr)
                 return 1
+            time.sleep(0.1)
     except GcsEmulatorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

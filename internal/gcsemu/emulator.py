@@ -85,6 +85,8 @@ class GcsEmulator:
 
     Use as a context manager or call :meth:`start` and :meth:`stop`.  ``port=None``
     picks a free port (and retries with another one if it was taken meanwhile).
+    The binary's output goes to a temporary file quoted in errors, or straight to
+    this process's stdout/stderr with ``inherit_output=True``.
     """
 
     def __init__(
@@ -95,6 +97,7 @@ class GcsEmulator:
         start_timeout: float = 15.0,
         log_level: str = "warn",
         binary: Path | None = None,
+        inherit_output: bool = False,
     ) -> None:
         self.host = host
         self._requested_port = port
@@ -102,6 +105,7 @@ class GcsEmulator:
         self.start_timeout = start_timeout
         self.log_level = log_level
         self.binary = binary
+        self.inherit_output = inherit_output
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
         self._finalizer: weakref.finalize[..., GcsEmulator] | None = None
@@ -153,8 +157,9 @@ class GcsEmulator:
         raise GcsEmulatorError("no usable port found")
 
     def _launch(self, port: int) -> None:
-        # Lives as long as the process; closed in stop().
-        self._stderr = tempfile.TemporaryFile(prefix="fake-gcs-server-", suffix=".log")  # noqa: SIM115
+        if not self.inherit_output:
+            # Lives as long as the process; closed in stop().
+            self._stderr = tempfile.TemporaryFile(prefix="fake-gcs-server-", suffix=".log")  # noqa: SIM115
         try:
             process = subprocess.Popen(
                 self.command(port),

@@ -106,6 +106,14 @@ def test_list_blobs_with_prefix(gcs_client: Any, gcs_bucket: str) -> None:
     assert listing.prefixes == {"pools/a/", "pools/b/"}
 
 
+def test_public_url_is_served(gcs_client: Any, gcs_bucket: str) -> None:
+    blob = gcs_client.bucket(gcs_bucket).blob("dir/page.txt")
+    blob.upload_from_string(b"hello")
+    # -public-host makes the XML-style /<bucket>/<object> path work on the emulator.
+    with urllib.request.urlopen(blob.public_url, timeout=5) as response:
+        assert response.read() == b"hello"
+
+
 def test_missing_object_is_not_found(gcs_client: Any, gcs_bucket: str) -> None:
     with pytest.raises(NotFound):
         gcs_client.bucket(gcs_bucket).blob("nope").download_as_bytes()
@@ -183,5 +191,8 @@ def test_module_runs_in_foreground_until_interrupted() -> None:
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=10) == 0
     finally:
-        process.kill()
-        process.wait()
+        if process.poll() is None:
+            process.terminate()  # lets the CLI stop its fake-gcs-server child
+            process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
