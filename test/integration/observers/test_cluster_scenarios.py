@@ -4,6 +4,7 @@ event log and summarized into the report."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -176,3 +177,25 @@ def test_the_scheduling_map_and_job_labelling(world: World, megamon: Megamon) ->
         return (found.metadata.labels or {}).get(labels.SCHEDULED_NODE_POOL) == "np"
 
     megamon.settle(lambda r: labelled())
+
+
+def test_workload_changes_are_recorded_when_they_happen_not_at_the_next_tick(
+    world: World,
+) -> None:
+    store = MemoryEventStore()
+    running = Megamon(world, store=store, aggregation_s=60.0)
+    running.aggregator.start()
+    try:
+        uid = world.jobset("train", replicas=1)
+        world.jobset_status("train", ready=1)
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            record = store.read(Kind.JOBSET).records.get(uid)
+            if record is not None and record.events[-1].up:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the JobSet coming up was not recorded within 5 s")
+    finally:
+        running.aggregator.stop()
+        running.stop()

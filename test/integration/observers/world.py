@@ -47,10 +47,17 @@ class World:
 
     def __post_init__(self) -> None:
         # Every GKE cluster has a CPU pool; megamon must list it and ignore it.
-        self.gke.put_node_pool(PROJECT, LOCATION, CLUSTER, {
-            "name": "default-pool", "status": "RUNNING", "initialNodeCount": 3,
-            "config": {"machineType": "e2-standard-8"},
-        })
+        self.gke.put_node_pool(
+            PROJECT,
+            LOCATION,
+            CLUSTER,
+            {
+                "name": "default-pool",
+                "status": "RUNNING",
+                "initialNodeCount": 3,
+                "config": {"machineType": "e2-standard-8"},
+            },
+        )
 
     # GKE ---------------------------------------------------------------------------------
 
@@ -275,12 +282,17 @@ class Megamon:
         grace_s: int = 180,
         slices: bool = False,
         store: EventStore | None = None,
+        aggregation_s: float = 0.1,
     ) -> None:
         kinds = {Kind.NODEPOOL, Kind.JOBSET, Kind.LEADERWORKERSET}
         kinds.add(Kind.SLICE if slices else Kind.JOBSET_NODES)
         self.cluster = KubeCluster(
-            world.api, leaderworkersets=True, slices=slices, settings=FAST
-        ).start()
+            world.api,
+            leaderworkersets=True,
+            slices=slices,
+            settings=FAST,
+            on_change=lambda: self.aggregator.changed.set(),  # noqa: PLW0108 - set below
+        )
         owner_key = ConfigMapKey(
             world.api,
             ConfigMapRef(Namespace=world.namespace, Name="megamon-slice-owner-map"),
@@ -296,10 +308,11 @@ class Megamon:
             kinds=kinds,
             settings=Settings(threshold=threshold, grace_ns=grace_s * 10**9),
             export=lambda report: None,
-            intervals=Intervals(aggregation=0.1, polling=0.1),
+            intervals=Intervals(aggregation=aggregation_s, polling=0.1),
             owner_maps=OwnerMapStore(owner_key),
             job_labeler=JobLabeler(world.api),
         )
+        self.cluster.start()
         assert self.cluster.wait_synced(10)
 
     def settle(self, check: Callable[[Report], bool], timeout: float = 10.0) -> Report:
