@@ -15,6 +15,8 @@ from kubernetes.client.exceptions import ApiException
 from megamon.config import ConfigMapRef
 from megamon.errors import SourceError
 
+REQUEST_TIMEOUT = (5.0, 15.0)
+"""Seconds to connect and to read: a hung API server must not hold a cycle forever."""
 NOT_FOUND = 404
 CONFLICT = 409
 _ATTEMPTS = 3
@@ -33,7 +35,9 @@ class ConfigMapKey:
 
     def _get(self) -> Any | None:
         try:
-            return self._core.read_namespaced_config_map(self._ref.Name, self._ref.Namespace)
+            return self._core.read_namespaced_config_map(
+                self._ref.Name, self._ref.Namespace, _request_timeout=REQUEST_TIMEOUT
+            )
         except ApiException as err:
             if err.status == NOT_FOUND:
                 return None
@@ -59,11 +63,13 @@ class ConfigMapKey:
                         ),
                         data={self._key: value},
                     )
-                    self._core.create_namespaced_config_map(self._ref.Namespace, body)
+                    self._core.create_namespaced_config_map(
+                        self._ref.Namespace, body, _request_timeout=REQUEST_TIMEOUT
+                    )
                 else:
                     found.data = {**(found.data or {}), self._key: value}
                     self._core.replace_namespaced_config_map(
-                        self._ref.Name, self._ref.Namespace, found
+                        self._ref.Name, self._ref.Namespace, found, _request_timeout=REQUEST_TIMEOUT
                     )
                 return
             except ApiException as err:
