@@ -114,6 +114,9 @@ class Aggregator:
     def ready(self) -> bool:
         return self._report is not None
 
+    def store_description(self) -> str:
+        return self._log.store.describe()
+
     def healthy(self) -> bool:
         """Every running loop has finished an iteration recently."""
         now = time.monotonic()

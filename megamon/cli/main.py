@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from megamon import __version__
-from megamon.cli import events, summarize
+from megamon.cli import events, run, summarize
 from megamon.errors import MegamonError
 
 EXIT_USAGE = 2
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    run.register(commands)
     summarize.register(commands)
     events.register(commands)
     return parser

@@ -1,0 +1,193 @@
+"""The one place where megamon is wired together: ``megamon run``.
+
+Everything is built here from the configuration and handed to its consumer through
+constructors; nothing deeper reads the config, owns a global, or exits the process.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes import config as kube_config
+from kubernetes.config.config_exception import ConfigException
+from prometheus_client import CollectorRegistry
+
+from megamon import __version__
+from megamon.aggregator import Aggregator, Intervals
+from megamon.config import Config
+from megamon.errors import ConfigError
+from megamon.eventlog import EventLog
+from megamon.exporters import build_exporters, export_all
+from megamon.gke import metadata
+from megamon.gke.lister import (
+    GkeNodePoolLister,
+    NodePoolLister,
+    SimulatedNodePoolLister,
+    make_client,
+)
+from megamon.kube.cluster import KubeCluster
+from megamon.kube.configmaps import ConfigMapKey
+from megamon.kube.joblabels import JobLabeler
+from megamon.kube.owners import OWNER_MAP_KEY, OwnerMapStore
+from megamon.leader import LeaseElector, default_identity
+from megamon.metrics.collector import BuildInfo, ReportCollector
+from megamon.metrics.http import MetricsServer, ProbeServer
+from megamon.observers.common import Settings
+from megamon.records.kinds import Kind
+from megamon.store.factory import open_store
+from megamon.telemetry import Instruments
+
+log = logging.getLogger("megamon")
+
+LEASE_NAME = "megamon-leader"
+POD_NAMESPACE_ENV = "POD_NAMESPACE"
+BUILD_COMMIT_ENV = "MEGAMON_BUILD_COMMIT"
+BUILD_DATE_ENV = "MEGAMON_BUILD_DATE"
+UNKNOWN = "unknown"
+
+
+def enabled_kinds(config: Config) -> frozenset[Kind]:
+    """Node pools and JobSets always; JobSet nodes when slices are off; the rest by flag."""
+    kinds = {Kind.NODEPOOL, Kind.JOBSET}
+    kinds.add(Kind.SLICE if config.SliceEnabled else Kind.JOBSET_NODES)
+    if config.LeaderWorkerSetSupport:
+        kinds.add(Kind.LEADERWORKERSET)
+    return frozenset(kinds)
+
+
+def observer_settings(config: Config) -> Settings:
+    return Settings(
+        threshold=config.UnknownCountThreshold,
+        grace_ns=config.NodeUnknownGracePeriodSeconds * 1_000_000_000,
+    )
+
+
+def build_info() -> BuildInfo:
+    """Version from the package; commit and date baked into the image's environment."""
+    return BuildInfo(
+        version=__version__,
+        commit=os.environ.get(BUILD_COMMIT_ENV, UNKNOWN),
+        date=os.environ.get(BUILD_DATE_ENV, UNKNOWN),
+    )
+
+
+def kubernetes_client() -> Any:
+    """The in-cluster configuration when running in a pod, else ``KUBECONFIG``."""
+    try:
+        if os.environ.get("KUBERNETES_SERVICE_HOST"):
+            kube_config.load_incluster_config()  # type: ignore[no-untyped-call]
+            return k8s.ApiClient()
+        path = os.environ.get("KUBECONFIG")
+        return kube_config.new_client_from_config(config_file=path)  # type: ignore[no-untyped-call]
+    except (ConfigException, OSError) as err:
+        raise ConfigError(f"no Kubernetes API to talk to: {err}") from err
+
+
+def resolve_cluster(config: Config) -> Config:
+    """Fill the GKE project, location and cluster from the metadata server when missing."""
+    if config.EnableSimulation:
+        return config
+    return config.model_copy(update={"GKE": metadata.resolve(config.GKE)})
+
+
+@dataclass
+class Service:
+    """A running megamon; ``stop`` takes it down in reverse order."""
+
+    aggregator: Aggregator
+    cluster: KubeCluster
+    metrics: MetricsServer
+    probes: ProbeServer
+    elector: LeaseElector | None = None
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def stop(self) -> None:
+        self.aggregator.stop()
+        if self.elector is not None:
+            self.elector.stop(release=True)
+        self.cluster.stop()
+        self.probes.stop()
+        self.metrics.stop()
+
+
+def _node_pools(config: Config, cluster: KubeCluster, instruments: Instruments) -> NodePoolLister:
+    if config.EnableSimulation:
+        return SimulatedNodePoolLister(lambda: cluster.nodes.snapshot().values())
+    return GkeNodePoolLister(
+        config.GKE.cluster_ref(), make_client(config.GKE.Endpoint), instruments=instruments
+    )
+
+
+def _elector(config: Config, api: Any) -> LeaseElector | None:
+    if not config.EnableLeaderElection:
+        return None
+    namespace = os.environ.get(POD_NAMESPACE_ENV) or config.ReportConfigMapRef.Namespace
+    return LeaseElector(api, namespace, LEASE_NAME, default_identity())
+
+
+def start(config: Config) -> Service:
+    """Build every part from ``config`` and start them; the caller stops the service."""
+    if config.SecureMetrics:
+        log.warning("SecureMetrics is set but this version serves /metrics over plain HTTP")
+    config = resolve_cluster(config)
+    registry = CollectorRegistry()
+    instruments = Instruments(config.metric_prefix, registry)
+    kinds = enabled_kinds(config)
+    api = kubernetes_client()
+    cluster = KubeCluster(
+        api,
+        leaderworkersets=config.LeaderWorkerSetSupport,
+        slices=config.SliceEnabled,
+        on_change=lambda: aggregator.changed.set(),  # noqa: PLW0108 - aggregator is bound below
+    )
+    elector = _elector(config, api)
+    is_leader = elector.is_leader if elector is not None else (lambda: True)
+    exporters = build_exporters(config, api_client=api, instruments=instruments)
+    aggregator = Aggregator(
+        event_log=EventLog(open_store(config, instruments), kinds, instruments=instruments),
+        cluster=cluster,
+        pools=_node_pools(config, cluster, instruments),
+        kinds=kinds,
+        settings=observer_settings(config),
+        export=functools.partial(export_all, exporters),
+        intervals=Intervals(
+            aggregation=config.AggregationIntervalSeconds,
+            polling=config.polling_interval_seconds,
+        ),
+        owner_maps=OwnerMapStore(
+            ConfigMapKey(api, config.SliceOwnerMapConfigMapRef, OWNER_MAP_KEY)
+        ),
+        job_labeler=None if config.DisableNodePoolJobLabelling else JobLabeler(api),
+        is_leader=is_leader,
+        instruments=instruments,
+    )
+    registry.register(
+        ReportCollector(
+            config.metric_prefix, aggregator.latest_report, is_leader, build=build_info()
+        )
+    )
+
+    def serving() -> bool:
+        return aggregator.ready() or not is_leader()
+
+    metrics = MetricsServer(config.MetricsAddr, registry, ready=serving)
+    probes = ProbeServer(config.ProbeAddr, healthy=aggregator.healthy, ready=serving)
+    metrics.start()
+    probes.start()
+    cluster.start()
+    if elector is not None:
+        elector.start()
+    aggregator.start()
+    log.info(
+        "megamon %s running: kinds %s, history in %s, metrics on %s",
+        __version__,
+        ", ".join(sorted(k.value for k in kinds)),
+        aggregator.store_description(),
+        metrics.url,
+    )
+    return Service(aggregator, cluster, metrics, probes, elector, registry)
