@@ -36,6 +36,7 @@ from megamon.kube.joblabels import JobLabeler
 from megamon.kube.owners import OWNER_MAP_KEY, OwnerMapStore
 from megamon.leader import LeaseElector, default_identity
 from megamon.metrics.collector import BuildInfo, ReportCollector
+from megamon.metrics.gating import LeaderOnly
 from megamon.metrics.http import MetricsServer, ProbeServer
 from megamon.observers.common import Settings
 from megamon.records.kinds import Kind
@@ -136,7 +137,8 @@ def start(config: Config) -> Service:
         log.warning("SecureMetrics is set but this version serves /metrics over plain HTTP")
     config = resolve_cluster(config)
     registry = CollectorRegistry()
-    instruments = Instruments(config.metric_prefix, registry)
+    own = CollectorRegistry()  # megamon's self-observation, published by the leader only
+    instruments = Instruments(config.metric_prefix, own)
     kinds = enabled_kinds(config)
     api = kubernetes_client()
     cluster = KubeCluster(
@@ -171,6 +173,7 @@ def start(config: Config) -> Service:
             config.metric_prefix, aggregator.latest_report, is_leader, build=build_info()
         )
     )
+    registry.register(LeaderOnly(own, is_leader))
 
     def serving() -> bool:
         return aggregator.ready() or not is_leader()

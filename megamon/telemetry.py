@@ -23,7 +23,8 @@ class Instruments:
         self.registry = registry
         self.gcs_latency = Histogram(
             f"{prefix}_gcs_latency_seconds",
-            "Latency of Google Cloud Storage calls (event store and report exporter), retries included.",
+            "Latency of Google Cloud Storage calls (event store and report exporter), "
+            "retries included.",
             [LABEL_OPERATION],
             registry=registry,
             buckets=_LATENCY_BUCKETS,

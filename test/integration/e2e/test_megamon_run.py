@@ -201,3 +201,46 @@ def test_every_kind_metric_has_the_design_names(world: World, start: Any) -> Non
     assert "megamon_alpha_build_info" in names and "megamon_alpha_leader" in names
     assert "megamon_alpha_last_report_timestamp_seconds" in names
     assert value(samples, "megamon_alpha_last_observation_timestamp_seconds", source="gke")
+
+
+def test_two_replicas_with_leader_election_hand_over(world: World, start: Any) -> None:
+    world.pool("np", "RUNNING", topology="2x4", machine_type="ct5lp-hightpu-8t")
+    world.node("np-0", "np", topology="2x4")
+    first = start(EnableLeaderElection=True)
+    first.settle(lambda s: value(s, "megamon_nodepool_up", nodepool_name="np") == 1.0, "leader")
+    second = start(EnableLeaderElection=True)
+    standby = second.settle(lambda s: value(s, "megamon_leader") == 0.0, "standby")
+    assert {name for name, _ in standby} == {"megamon_build_info", "megamon_leader"}
+    assert value(first.scrape(), "megamon_leader") == 1.0
+
+    assert first.stop() == 0  # releases the lease on the way out
+    took_over = second.settle(
+        lambda s: value(s, "megamon_nodepool_up", nodepool_name="np") == 1.0, "hand-over"
+    )
+    assert value(took_over, "megamon_leader") == 1.0
+
+
+def test_simulation_mode_infers_node_pools_and_needs_no_cloud(world: World, start: Any) -> None:
+    world.node("sim-0", "sim", topology="2x4")
+    world.node("sim-1", "sim", topology="2x4")
+    megamon = start(
+        EnableSimulation=True,
+        EventsBucketName="",
+        Exporters=[],
+        GKE={"Endpoint": "http://127.0.0.1:9"},
+    )
+    samples = megamon.settle(
+        lambda s: value(s, "megamon_nodepool_up", nodepool_name="sim") == 1.0, "simulated pool"
+    )
+    assert value(samples, "megamon_nodepool_tpu_chip_count", nodepool_name="sim") == 8.0
+    assert "history in memory:" in megamon.log()
+
+
+def test_the_leader_publishes_its_own_instruments(world: World, start: Any) -> None:
+    world.pool("np", "RUNNING", topology="2x4", machine_type="ct5lp-hightpu-8t")
+    megamon = start()
+    samples = megamon.settle(
+        lambda s: (value(s, "megamon_aggregation_duration_seconds_count") or 0) > 0, "cycles"
+    )
+    assert (value(samples, "megamon_gke_latency_seconds_count") or 0) > 0
+    assert (value(samples, "megamon_gcs_latency_seconds_count", operation="stat") or 0) > 0
