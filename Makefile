@@ -1,10 +1,10 @@
-# megamon — the two commands a newcomer needs are `make test` (and, once it exists, `make demo`).
+# megamon — the two commands a newcomer needs: `make demo` and `make test`.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test unit lint typecheck bench clean
+.PHONY: demo test unit lint typecheck bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -13,6 +13,10 @@ $(BIN)/python:
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
+
+## demo: a simulated TPU fleet on local API emulators, megamon watching it, a live table.
+demo: $(STAMP)
+	$(BIN)/python -m internal.demo
 
 ## test: create .venv if needed, install megamon with its test extra, lint, type-check and run every test.
 test: $(STAMP) lint typecheck
@@ -34,4 +38,4 @@ bench: $(STAMP)
 	$(BIN)/python -m internal.bench.eventstore
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache .demo
