@@ -62,6 +62,7 @@ class WatchCache(Generic[V]):
         self.last_contact_ns: int | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._response: Any | None = None
 
     def _log_problem(self, key: str, message: str) -> None:
         log.warning("%s %s skipped: %s", self.name, key, message)
@@ -108,6 +109,9 @@ class WatchCache(Generic[V]):
     def touch(self) -> None:
         self.last_contact_ns = self._clock()
 
+    def streaming(self, response: Any | None) -> None:
+        self._response = response
+
     # Readers ----------------------------------------------------------------------------
 
     def snapshot(self) -> Mapping[str, V]:
@@ -132,5 +136,8 @@ class WatchCache(Generic[V]):
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
+        response = self._response
+        if response is not None:
+            response.shutdown()  # wake the watch thread out of its blocking read
         if self._thread is not None:
             self._thread.join(timeout)

@@ -54,6 +54,10 @@ class Sink(Protocol):
         """The API server answered (a bookmark, an empty page): the data is fresh."""
         ...
 
+    def streaming(self, response: Any | None) -> None:
+        """The watch stream now open (``None``: closed), so that stopping can cut it."""
+        ...
+
 
 @dataclass(frozen=True)
 class WatchSettings:
@@ -138,6 +142,7 @@ def list_then_watch(
             timeout_seconds=settings.watch_seconds,
         )
         sink.touch()
+        sink.streaming(response)
         for event in stream_events(response):
             kind, obj = event.get("type"), event.get("object") or {}
             if kind == EVENT_ERROR:
@@ -151,6 +156,7 @@ def list_then_watch(
                 sink.apply(kind, obj)
             if stop.is_set():
                 return
+        sink.streaming(None)
 
 
 _RETRYABLE = (
@@ -175,6 +181,8 @@ def run_forever(
             stop.wait(settings.backoff_initial)
             continue
         except _RETRYABLE as err:
+            if stop.is_set():
+                return  # the stream was cut to stop us
             log.warning("watch of %s failed: %s; retrying in %.1fs", name, _describe(err), delay)
         if time.monotonic() - started > settings.backoff_max:
             delay = settings.backoff_initial  # it ran fine for a while: start backoff afresh
