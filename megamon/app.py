@@ -35,9 +35,11 @@ from megamon.kube.configmaps import ConfigMapKey
 from megamon.kube.joblabels import JobLabeler
 from megamon.kube.owners import OWNER_MAP_KEY, OwnerMapStore
 from megamon.leader import LeaseElector, default_identity
+from megamon.metrics.auth import KubeGuard
 from megamon.metrics.collector import BuildInfo, ReportCollector
 from megamon.metrics.gating import LeaderOnly
-from megamon.metrics.http import MetricsServer, ProbeServer
+from megamon.metrics.http import Check, MetricsServer, ProbeServer
+from megamon.metrics.tls import serving_tls
 from megamon.observers.common import Settings
 from megamon.records.kinds import Kind
 from megamon.store.factory import open_store
@@ -131,10 +133,26 @@ def _elector(config: Config, api: Any) -> LeaseElector | None:
     return LeaseElector(api, namespace, LEASE_NAME, default_identity())
 
 
+def _metrics_server(
+    config: Config, registry: CollectorRegistry, ready: Check, api: Any
+) -> MetricsServer:
+    """Plain HTTP, or with ``SecureMetrics`` HTTPS for bearer tokens the API authorises."""
+    if not config.SecureMetrics:
+        if config.MetricsCertDir:
+            log.warning("MetricsCertDir is ignored: SecureMetrics is false")
+        return MetricsServer(config.MetricsAddr, registry, ready=ready)
+    cert_file, key_file = config.metrics_cert_files or (None, None)
+    return MetricsServer(
+        config.MetricsAddr,
+        registry,
+        ready=ready,
+        tls=serving_tls(cert_file, key_file).context,
+        guard=KubeGuard(api),
+    )
+
+
 def start(config: Config) -> Service:
     """Build every part from ``config`` and start them; the caller stops the service."""
-    if config.SecureMetrics:
-        log.warning("SecureMetrics is set but this version serves /metrics over plain HTTP")
     config = resolve_cluster(config)
     registry = CollectorRegistry()
     own = CollectorRegistry()  # megamon's self-observation, published by the leader only
@@ -178,7 +196,7 @@ def start(config: Config) -> Service:
     def serving() -> bool:
         return aggregator.ready() or not is_leader()
 
-    metrics = MetricsServer(config.MetricsAddr, registry, ready=serving)
+    metrics = _metrics_server(config, registry, serving, api)
     probes = ProbeServer(config.ProbeAddr, healthy=aggregator.healthy, ready=serving)
     metrics.start()
     probes.start()

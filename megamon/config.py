@@ -73,6 +73,10 @@ class Config(_Section):
     ProbeAddr: str = ":8081"
     EnableLeaderElection: bool = False
     SecureMetrics: bool = False
+    MetricsCertDir: str = ""
+    """Where the certificate for secure ``/metrics`` lives; empty: a self-signed one."""
+    MetricsCertName: str = "tls.crt"
+    MetricsKeyName: str = "tls.key"
     EnableHTTP2: bool = False
     EnableSimulation: bool = False
     GKE: GKEConfig = GKEConfig()
@@ -105,6 +109,14 @@ class Config(_Section):
     def metric_prefix(self) -> str:
         """``MetricsPrefix`` with dots as underscores: ``megamon.alpha`` → ``megamon_alpha``."""
         return self.MetricsPrefix.replace(".", "_")
+
+    @property
+    def metrics_cert_files(self) -> tuple[str, str] | None:
+        """The certificate and key for secure ``/metrics``; None: a self-signed certificate."""
+        if not self.MetricsCertDir:
+            return None
+        directory = Path(self.MetricsCertDir)
+        return str(directory / self.MetricsCertName), str(directory / self.MetricsKeyName)
 
     @property
     def polling_interval_seconds(self) -> int:

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from megamon import __version__
-from megamon.cli import events, run, summarize
+from megamon.cli import events, report, run, summarize
 from megamon.errors import MegamonError
 
 EXIT_USAGE = 2
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.register(commands)
     summarize.register(commands)
     events.register(commands)
+    report.register(commands)
     return parser
 
 

@@ -8,7 +8,14 @@ request still in flight, so tests and restarts get their port back at once.
 Addresses are written as in the Go megamon's configuration (``MetricsAddr``, ``ProbeAddr``):
 ``host:port``, ``:port`` for every interface, ``[v6]:port`` for IPv6, port 0 for an
 ephemeral port. ``/metrics`` answers 503 until the first report exists (DESIGN §6), so an
-empty fleet is never mistaken for a healthy one; TLS and authentication are not here.
+empty fleet is never mistaken for a healthy one.
+
+With ``SecureMetrics`` the metrics server is given an ``ssl.SSLContext`` (``tls.py``) and a
+``Guard`` (``auth.py``): it then speaks only TLS, and serves ``/metrics`` only to a bearer
+token the Kubernetes API accepts and authorises — 401 without one or with a bad one, 403 when
+its user may not ``get /metrics``, 503 when the API cannot say. The TLS handshake runs in the
+request's thread, so a slow or hostile client cannot stall the accept loop. Probes stay plain
+HTTP: the kubelet probes without credentials.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import ipaddress
 import logging
 import socket
 import socketserver
+import ssl
 import sys
 import threading
 from collections.abc import Callable
@@ -30,6 +38,8 @@ from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder, gzip_accepted
+
+from megamon.metrics.auth import Guard, Outcome, bearer_token
 
 log = logging.getLogger("megamon.metrics.http")
 
@@ -93,15 +103,46 @@ def parse_addr(addr: str) -> ListenAddress:
 
 
 class _Server(ThreadingHTTPServer):
-    """A threading HTTP server on a parsed address that joins its request threads on close."""
+    """A threading HTTP(S) server on a parsed address that joins its request threads on close."""
 
     daemon_threads = True
     block_on_close = True
 
-    def __init__(self, address: ListenAddress, handler: type[BaseHTTPRequestHandler]) -> None:
+    def __init__(
+        self,
+        address: ListenAddress,
+        handler: type[BaseHTTPRequestHandler],
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.address_family = address.family
         self._dual_stack = address.host == "" and address.family == socket.AF_INET6
+        self._tls = tls
         super().__init__((address.bind_host, address.port), handler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        # Wrapping does no I/O; the handshake waits for the request thread (finish_request).
+        sock, client_address = super().get_request()
+        if self._tls is None:
+            return sock, client_address
+        try:
+            return (
+                self._tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False),
+                client_address,
+            )
+        except OSError:
+            sock.close()
+            raise
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        if isinstance(request, ssl.SSLSocket):
+            request.settimeout(_REQUEST_TIMEOUT_SECONDS)
+            try:
+                request.do_handshake()
+            except OSError as err:
+                # A client that distrusts the certificate, or speaks plain HTTP: routine.
+                log.debug("http: TLS handshake with %s failed: %r", client_address, err)
+                return
+        super().finish_request(request, client_address)
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind would resolve the host's FQDN, a DNS round trip per start.
@@ -177,9 +218,12 @@ def _failure(name: str, check: Check, reason: str) -> str | None:
 class _Background:
     """One server in one daemon thread: ``start``, ``stop``, ``port``, ``url``, ``with``."""
 
-    def __init__(self, addr: str, routes: dict[str, _Route]) -> None:
+    def __init__(
+        self, addr: str, routes: dict[str, _Route], tls: ssl.SSLContext | None = None
+    ) -> None:
         self._address = parse_addr(addr)
         self._handler: type[_Handler] = type("Handler", (_Handler,), {"routes": routes})
+        self._tls = tls
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -187,7 +231,7 @@ class _Background:
         """Bind and serve in a daemon thread; ``OSError`` if the address cannot be bound."""
         if self._server is not None:
             raise RuntimeError(f"{type(self).__name__} already started")
-        self._server = _Server(self._address, self._handler)
+        self._server = _Server(self._address, self._handler, self._tls)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             args=(_POLL_SECONDS,),
@@ -217,13 +261,14 @@ class _Background:
 
     @property
     def url(self) -> str:
-        """``http://host:port`` to reach the server; the loopback address for a wildcard."""
+        """``http(s)://host:port`` to reach the server; the loopback address for a wildcard."""
         host = self._address.host
         if host == "":
             host = "127.0.0.1"
         if ":" in host:
             host = f"[{host}]"
-        return f"http://{host}:{self.port}"
+        scheme = "http" if self._tls is None else "https"
+        return f"{scheme}://{host}:{self.port}"
 
     def __enter__(self) -> Self:
         self.start()
@@ -244,14 +289,33 @@ class MetricsServer(_Background):
     The format follows the scraper's ``Accept`` header (Prometheus text or OpenMetrics) and is
     gzipped when the scraper accepts it, as Prometheus does: a large fleet's page shrinks
     about thirtyfold.
+
+    ``tls`` serves HTTPS instead of HTTP; ``guard`` then decides each request from its
+    ``Authorization`` header before anything else, readiness included, so an anonymous caller
+    learns nothing. A guard without TLS is refused: bearer tokens must not travel in clear.
     """
 
-    def __init__(self, addr: str, registry: CollectorRegistry, ready: Check) -> None:
+    def __init__(
+        self,
+        addr: str,
+        registry: CollectorRegistry,
+        ready: Check,
+        *,
+        tls: ssl.SSLContext | None = None,
+        guard: Guard | None = None,
+    ) -> None:
+        if guard is not None and tls is None:
+            raise ValueError("a metrics guard needs TLS: bearer tokens must not travel in clear")
         self._registry = registry
         self._ready = ready
-        super().__init__(addr, {METRICS_PATH: self._metrics})
+        self._guard = guard
+        super().__init__(addr, {METRICS_PATH: self._metrics}, tls)
 
     def _metrics(self, request: _Handler) -> _Answer:
+        if self._guard is not None:
+            refusal = _refusal(self._guard, request.headers.get("Authorization"))
+            if refusal is not None:
+                return refusal
         failure = _failure("ready", self._ready, "not ready: no report yet")
         if failure is not None:
             return _plain(HTTPStatus.SERVICE_UNAVAILABLE, failure)
@@ -262,6 +326,30 @@ class MetricsServer(_Background):
             body = gzip.compress(body, compresslevel=_GZIP_LEVEL)
             headers["Content-Encoding"] = "gzip"
         return HTTPStatus.OK, headers, body
+
+
+_WWW_AUTHENTICATE = {
+    "no token": 'Bearer realm="megamon"',
+    "bad token": 'Bearer realm="megamon", error="invalid_token"',
+}
+"""RFC 6750 §3: a 401 names the scheme; ``invalid_token`` only when a bearer token was sent."""
+
+
+def _refusal(guard: Guard, authorization: str | None) -> _Answer | None:
+    """None when ``guard`` allows the request, else the 401, 403 or 503 to answer with."""
+    verdict = guard.check(authorization)
+    if verdict.outcome is Outcome.ALLOWED:
+        return None
+    if verdict.outcome is Outcome.UNAUTHENTICATED:
+        status, headers, body = _plain(HTTPStatus.UNAUTHORIZED, f"unauthorized: {verdict.reason}")
+        which = "no token" if bearer_token(authorization) is None else "bad token"
+        headers["WWW-Authenticate"] = _WWW_AUTHENTICATE[which]
+        return status, headers, body
+    if verdict.outcome is Outcome.FORBIDDEN:
+        return _plain(HTTPStatus.FORBIDDEN, f"forbidden: {verdict.reason}")
+    status, headers, body = _plain(HTTPStatus.SERVICE_UNAVAILABLE, f"unavailable: {verdict.reason}")
+    headers["Retry-After"] = "5"
+    return status, headers, body
 
 
 class ProbeServer(_Background):

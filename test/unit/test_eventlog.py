@@ -69,16 +69,56 @@ def test_conflicts_are_retried_a_bounded_number_of_times() -> None:
 
 
 class _Broken(MemoryEventStore):
+    broken = True
+
     def read(self, kind: Kind) -> Snapshot:
-        if kind is Kind.JOBSET:
+        if kind is Kind.JOBSET and self.broken:
             raise StoreError("bucket unreachable")
         return super().read(kind)
 
 
-def test_a_failing_kind_does_not_stop_the_others() -> None:
+def test_a_kind_whose_history_cannot_be_loaded_waits_and_the_others_go_on() -> None:
     store = _Broken()
     log = EventLog(store, [Kind.NODEPOOL, Kind.JOBSET])
-    with pytest.raises(StoreError, match="jobset: bucket unreachable"):
+    with pytest.raises(StoreError, match="jobset: cannot load history: bucket unreachable"):
         log.append({Kind.NODEPOOL: {"np": UP}, Kind.JOBSET: {"js": UP}}, T)
     assert set(store.read(Kind.NODEPOOL).records) == {"np"}
-    assert log.ready
+    assert not log.ready  # no report on a history that was never read
+    store.broken = False
+    log.append({Kind.NODEPOOL: {"np": UP}, Kind.JOBSET: {"js": UP}}, T + 1)
+    assert log.ready and set(store.read(Kind.JOBSET).records) == {"js"}
+
+
+class _Down(MemoryEventStore):
+    down = False
+
+    def write(self, kind: Kind, records: Mapping[str, EventRecord], version: str | None) -> str:
+        if self.down:
+            raise StoreError("503 Service Unavailable")
+        return super().write(kind, records, version)
+
+
+def test_transitions_during_a_store_outage_keep_their_timestamps() -> None:
+    store = _Down()
+    log = EventLog(store, [Kind.NODEPOOL])
+    log.append({Kind.NODEPOOL: {"np": DOWN}}, T)
+    store.down = True
+    with pytest.raises(StoreError, match="503"):
+        log.append({Kind.NODEPOOL: {"np": UP}}, T + 10)
+    assert log.pending
+    assert log.snapshot().records[Kind.NODEPOOL]["np"].timestamps == (T, T + 10)
+    with pytest.raises(StoreError):
+        log.append({Kind.NODEPOOL: {"np": DOWN}}, T + 20)
+    store.down = False
+    log.flush()
+    assert not log.pending
+    assert store.read(Kind.NODEPOOL).records["np"].timestamps == (T, T + 10, T + 20)
+
+
+def test_appending_without_flush_touches_the_store_only_to_load() -> None:
+    store = MemoryEventStore()
+    log = EventLog(store, [Kind.NODEPOOL])
+    log.append({Kind.NODEPOOL: {"np": DOWN}}, T, flush=False)
+    assert store.read(Kind.NODEPOOL).version is None and log.pending
+    log.flush()
+    assert store.read(Kind.NODEPOOL).records["np"].timestamps == (T,)

@@ -1,0 +1,248 @@
+"""``megamon report``: availability, interruptions, recoveries, MTTR, MTBI and provisioning of
+every resource over a window, per resource and per kind/accelerator/topology, as a text
+table, one JSON object or a self-contained HTML page with timelines.
+
+This module does the I/O: it reads the live and archived history from the store the shared
+history options name, labels live resources from the latest report (live records carry no
+attributes; ``reports/latest.json``, written by the ``gcs`` exporter, does), and writes the
+rendering. The figures come from ``megamon.history.availability``, which defines them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from megamon.cli import report_format, report_html
+from megamon.cli.history import _config, add_history_options, history_store, parse_kind
+from megamon.errors import ConfigError, MegamonError
+from megamon.exporters.archives import LATEST_NAME, REPORTS_DIR
+from megamon.history.availability import (
+    AvailabilityReport,
+    Resource,
+    Window,
+    availability_report,
+)
+from megamon.records import timestamps
+from megamon.records.kinds import KIND_SPECS, Kind
+from megamon.records.observations import Attrs
+from megamon.store.base import EventStore, Moved, ObjectBackend
+from megamon.store.factory import gcs_client
+from megamon.store.gcs import GcsObjects
+from megamon.store.local import LocalObjects
+from megamon.telemetry import Instruments
+
+log = logging.getLogger("megamon.report")
+
+FORMATS = ("table", "json", "html")
+_DURATION = re.compile(r"(?:(\d+)([wdhms]))+")
+_DURATION_PART = re.compile(r"(\d+)([wdhms])")
+_UNIT_NS = {
+    "s": timestamps.NANOS_PER_SECOND,
+    "m": 60 * timestamps.NANOS_PER_SECOND,
+    "h": 3600 * timestamps.NANOS_PER_SECOND,
+    "d": 86_400 * timestamps.NANOS_PER_SECOND,
+    "w": 7 * 86_400 * timestamps.NANOS_PER_SECOND,
+}
+ATTR_KEYS = frozenset(f.alias or name for name, f in Attrs.model_fields.items())
+"""The report keys that are attributes (the rest of a report entry is upness or summary)."""
+
+Labels = Mapping[Kind, Mapping[str, Mapping[str, object]]]
+
+
+def register(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "report",
+        help="availability, interruptions, MTTR/MTBI and provisioning over a window",
+        description="Per resource and per kind/accelerator/topology, over [--since, --now]: "
+        "availability = up / (up + down), expected-down and provisioning time excluded; "
+        "interruptions, recoveries, MTTR, MTBI, provisioning. Live and archived history.",
+    )
+    add_history_options(parser)
+    parser.add_argument(
+        "--kind",
+        metavar="KIND",
+        type=parse_kind,
+        action="append",
+        help="only this kind (repeatable; default: every kind)",
+    )
+    parser.add_argument(
+        "--since",
+        metavar="RFC3339|DURATION",
+        help="start of the window: a timestamp, or a duration before --now such as 7d, 24h, "
+        "1d12h (default: all history)",
+    )
+    parser.add_argument(
+        "--now", metavar="RFC3339", help="end of the window (default: the current time)"
+    )
+    parser.add_argument("--format", choices=FORMATS, default="table", help="default: table")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    parser.set_defaults(run=run)
+
+
+# --- arguments ---------------------------------------------------------------------------
+
+
+def parse_now(text: str | None) -> int:
+    if text is None:
+        return time.time_ns()
+    try:
+        return timestamps.parse(text)
+    except timestamps.TimestampError as err:
+        raise ConfigError(f"--now: {err}") from None
+
+
+def parse_duration(text: str) -> int | None:
+    """Nanoseconds of ``7d``, ``24h``, ``1d12h``, ``90m``, ``2w``; ``None`` if not one."""
+    if not _DURATION.fullmatch(text):
+        return None
+    return sum(int(n) * _UNIT_NS[unit] for n, unit in _DURATION_PART.findall(text))
+
+
+def parse_since(text: str | None, now: int) -> int | None:
+    """The window start: ``None`` (all history), a timestamp, or ``now`` minus a duration."""
+    if text is None:
+        return None
+    duration = parse_duration(text)
+    if duration is not None:
+        since = now - duration
+    else:
+        try:
+            since = timestamps.parse(text)
+        except timestamps.TimestampError:
+            raise ConfigError(
+                f"--since {text!r}: neither an RFC 3339 timestamp nor a duration like 7d, 24h"
+            ) from None
+    if since >= now:
+        raise ConfigError(f"--since {text!r} is not before --now {timestamps.format_ns(now)}")
+    return since
+
+
+def selected_kinds(kinds: list[Kind] | None) -> list[Kind]:
+    """The kinds asked for, once each, in the order given; every kind by default."""
+    return list(dict.fromkeys(kinds)) if kinds else list(Kind)
+
+
+# --- reading -----------------------------------------------------------------------------
+
+
+def _report_location(args: argparse.Namespace) -> tuple[ObjectBackend, str] | None:
+    """Where the store the options name keeps ``reports/`` (same rules as
+    ``history_store``); ``None`` for the in-memory store of a simulation."""
+    if args.events_dir:
+        return LocalObjects(Path(args.events_dir)), ""
+    config = _config(args)
+    if args.bucket or config.EventsBucketName:
+        bucket = args.bucket or config.EventsBucketName
+        path = args.path if args.path is not None else config.events_path
+        client = gcs_client(config.GKE.ProjectID)
+        return GcsObjects(client, bucket, instruments=Instruments.unregistered()), path
+    if config.EnableSimulation:
+        return None
+    return LocalObjects(Path(config.EventsLocalDir)), ""
+
+
+def _download(backend: ObjectBackend, name: str) -> bytes | None:
+    for _ in range(3):
+        generation = backend.generation(name)
+        if generation is None:
+            return None
+        try:
+            return backend.download(name, generation)
+        except Moved:
+            continue
+    return None
+
+
+def parse_labels(data: bytes) -> dict[Kind, dict[str, dict[str, object]]]:
+    """Attributes per kind and key from a report in the Go megamon's shape (the upness and
+    summary entries both embed them)."""
+    document = orjson.loads(data)
+    if not isinstance(document, dict):
+        raise TypeError("a report is a JSON object")
+    labels: dict[Kind, dict[str, dict[str, object]]] = {}
+    for kind, spec in KIND_SPECS.items():
+        per_key: dict[str, dict[str, object]] = {}
+        for section in (spec.report_up_key, spec.report_summaries_key):
+            entries = document.get(section)
+            for key, entry in entries.items() if isinstance(entries, dict) else ():
+                if isinstance(entry, dict):
+                    attrs = {k: v for k, v in entry.items() if k in ATTR_KEYS}
+                    per_key.setdefault(key, {}).update(attrs)
+        labels[kind] = per_key
+    return labels
+
+
+def read_labels(args: argparse.Namespace) -> Labels:
+    """Attributes of live resources from ``reports/latest.json``; empty when there is none.
+
+    Labels only decorate the figures, so a missing or unreadable report is not an error: the
+    live resources are then reported without accelerator and topology.
+    """
+    location = _report_location(args)
+    if location is None:
+        return {}
+    backend, path = location
+    name = "/".join(p for p in (path.strip("/"), REPORTS_DIR, LATEST_NAME) if p)
+    try:
+        data = _download(backend, name)
+        if data is None:
+            log.info("no report at %s: live resources are unlabelled", backend.describe(name))
+            return {}
+        return parse_labels(data)
+    except (MegamonError, ValueError, TypeError) as err:
+        where = backend.describe(name)
+        log.warning("report %s unreadable (%s): live resources are unlabelled", where, err)
+        return {}
+
+
+def read_resources(store: EventStore, kinds: list[Kind], labels: Labels) -> Iterator[Resource]:
+    """Every live record and every archive entry of ``kinds``."""
+    for kind in kinds:
+        kind_labels = labels.get(kind, {})
+        for key, record in store.read(kind).records.items():
+            yield Resource(kind, key, record, kind_labels.get(key, {}))
+        for key in store.archived_keys(kind):
+            for entry in store.read_archive(kind, key):
+                yield Resource(kind, entry.key, entry.record, entry.attrs, entry.retired_at)
+
+
+# --- writing -----------------------------------------------------------------------------
+
+
+def render(report: AvailabilityReport, fmt: str) -> bytes:
+    if fmt == "json":
+        document = report_format.report_dict(report)
+        return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+    if fmt == "html":
+        return report_html.render_html(report).encode()
+    return report_format.render_table(report).encode()
+
+
+def _write(data: bytes, output: str | None) -> None:
+    if output is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    try:
+        Path(output).write_bytes(data)
+    except OSError as err:
+        raise ConfigError(f"-o {output}: {err.strerror or err}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    now = parse_now(args.now)
+    window = Window(now=now, since=parse_since(args.since, now))
+    store = history_store(args)
+    kinds = selected_kinds(args.kind)
+    resources = list(read_resources(store, kinds, read_labels(args)))
+    _write(render(availability_report(resources, window), args.format), args.output)
+    return 0

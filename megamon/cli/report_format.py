@@ -1,0 +1,235 @@
+"""Text and JSON renderings of an ``AvailabilityReport`` (``megamon report --format
+table|json``), and the formatting of durations and percentages shared with the HTML page.
+
+The table is for people: durations like ``3h04m``, percentages floored to two decimals (so
+"100.00%" is only ever printed for a resource that was never down). JSON is for programs:
+durations in integer nanoseconds and timestamps in RFC 3339, like every other megamon
+document, and exact percentages.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from megamon.history.availability import (
+    Aggregate,
+    AvailabilityReport,
+    ResourceAvailability,
+)
+from megamon.records import timestamps
+from megamon.records.summaries import ProvisioningState
+
+T = TypeVar("T")
+
+NANOS_PER_SECOND = timestamps.NANOS_PER_SECOND
+NONE_TEXT = "-"
+RETIRED = "retired"
+AVAILABILITY_DEFINITION = (
+    "availability = up / (up + down) within the window; expected-down and provisioning "
+    "time are excluded from the denominator"
+)
+
+
+def duration_text(ns: int | None) -> str:
+    """A duration for humans, two units at most: ``2d03h``, ``3h04m``, ``12m05s``, ``45s``."""
+    if ns is None:
+        return NONE_TEXT
+    if ns == 0:
+        return "0s"
+    if ns < NANOS_PER_SECOND:
+        return "<1s"
+    minutes, seconds = divmod(ns // NANOS_PER_SECOND, 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f"{days}d{hours:02d}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{seconds:02d}s"
+    return f"{seconds}s"
+
+
+def percent_text(value: float | None) -> str:
+    """Floored to two decimals: 99.999 % of up time must not read as a perfect 100.00%."""
+    if value is None:
+        return NONE_TEXT
+    return f"{math.floor(value * 100) / 100:.2f}%"
+
+
+def state_text(figures: ResourceAvailability) -> str:
+    """The state at the end of the window, or ``retired`` for an archived resource."""
+    return figures.state.value if figures.resource.live else RETIRED
+
+
+def provisioning_text(figures: ResourceAvailability) -> str:
+    state = figures.provisioning_state
+    if state is ProvisioningState.NONE:
+        return NONE_TEXT
+    return f"{state.value} {duration_text(figures.provisioning_duration)}"
+
+
+def window_text(report: AvailabilityReport) -> str:
+    since = "" if report.window.since is not None else " (all history)"
+    length = duration_text(report.window.now - report.start)
+    start, end = timestamps.format_ns(report.start), timestamps.format_ns(report.window.now)
+    return f"window {start} .. {end}, {length}{since}"
+
+
+# --- table -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Column(Generic[T]):
+    """One column of a text table: a header, how to get the cell, and its alignment."""
+
+    header: str
+    cell: Callable[[T], str]
+    right: bool = False
+
+
+RESOURCE_COLUMNS: tuple[Column[ResourceAvailability], ...] = (
+    Column("KIND", lambda f: f.resource.kind.value),
+    Column("RESOURCE", lambda f: f.resource.name),
+    Column("ACCELERATOR", lambda f: f.resource.accelerator or NONE_TEXT),
+    Column("TOPOLOGY", lambda f: f.resource.topology or NONE_TEXT),
+    Column("STATE", state_text),
+    Column("AVAIL", lambda f: percent_text(f.availability), right=True),
+    Column("UP", lambda f: duration_text(f.times.up), right=True),
+    Column("DOWN", lambda f: duration_text(f.times.down), right=True),
+    Column("EXP-DOWN", lambda f: duration_text(f.times.expected_down), right=True),
+    Column("INTR", lambda f: str(f.incidents.interruptions), right=True),
+    Column("REC", lambda f: str(f.incidents.recoveries), right=True),
+    Column("MTTR", lambda f: duration_text(f.mttr), right=True),
+    Column("MTBI", lambda f: duration_text(f.mtbi), right=True),
+    Column("PROVISIONING", provisioning_text),
+)
+
+
+def _state_count(state: ProvisioningState) -> Callable[[Aggregate], str]:
+    return lambda a: str(a.provisioning_states.get(state, 0))
+
+
+AGGREGATE_COLUMNS: tuple[Column[Aggregate], ...] = (
+    Column("KIND", lambda a: a.kind.value),
+    Column("ACCELERATOR", lambda a: a.accelerator or NONE_TEXT),
+    Column("TOPOLOGY", lambda a: a.topology or NONE_TEXT),
+    Column("RESOURCES", lambda a: str(a.resources), right=True),
+    Column("AVAIL", lambda a: percent_text(a.availability), right=True),
+    Column("UP", lambda a: duration_text(a.times.up), right=True),
+    Column("DOWN", lambda a: duration_text(a.times.down), right=True),
+    Column("EXP-DOWN", lambda a: duration_text(a.times.expected_down), right=True),
+    Column("INTR", lambda a: str(a.incidents.interruptions), right=True),
+    Column("REC", lambda a: str(a.incidents.recoveries), right=True),
+    Column("MTTR", lambda a: duration_text(a.mttr), right=True),
+    Column("MTBI", lambda a: duration_text(a.mtbi), right=True),
+    Column("PROV-OK", _state_count(ProvisioningState.SUCCESS), right=True),
+    Column("PROV-RUNNING", _state_count(ProvisioningState.PROVISIONING), right=True),
+    Column("PROV-FAILED", _state_count(ProvisioningState.FAILED), right=True),
+    Column("MEAN-PROV", lambda a: duration_text(a.mean_provisioning_duration), right=True),
+)
+
+
+def text_table(columns: Sequence[Column[T]], rows: Sequence[T]) -> list[str]:
+    """Aligned lines: a header and one line per row, columns two spaces apart."""
+    cells = [[c.header for c in columns]] + [[c.cell(row) for c in columns] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    lines = []
+    for line in cells:
+        parts = [
+            text.rjust(width) if column.right else text.ljust(width)
+            for text, width, column in zip(line, widths, columns, strict=True)
+        ]
+        lines.append("  ".join(parts).rstrip())
+    return lines
+
+
+def render_table(report: AvailabilityReport) -> str:
+    """The report for a terminal: the window, the definition, resources, aggregates."""
+    lines = [f"megamon report: {window_text(report)}", AVAILABILITY_DEFINITION, ""]
+    if not report.resources:
+        lines.append("no resources in the window")
+        return "\n".join(lines) + "\n"
+    lines += text_table(RESOURCE_COLUMNS, report.resources)
+    lines += ["", "By kind, accelerator and topology:"]
+    lines += text_table(AGGREGATE_COLUMNS, report.aggregates)
+    return "\n".join(lines) + "\n"
+
+
+# --- JSON --------------------------------------------------------------------------------
+
+
+def _time(ns: int | None) -> str | None:
+    return None if ns is None else timestamps.format_ns(ns)
+
+
+def _times_dict(figures: ResourceAvailability | Aggregate) -> dict[str, Any]:
+    t = figures.times
+    return {
+        "upTime": t.up,
+        "downTime": t.down,
+        "failedTime": t.failed,
+        "expectedDownTime": t.expected_down,
+        "provisioningTime": t.provisioning,
+        "availabilityPercent": t.availability,
+        "interruptionCount": figures.incidents.interruptions,
+        "recoveryCount": figures.incidents.recoveries,
+        "meanTimeToRecover": figures.mttr,
+        "meanTimeBetweenInterruptions": figures.mtbi,
+    }
+
+
+def resource_dict(figures: ResourceAvailability) -> dict[str, Any]:
+    r = figures.resource
+    return {
+        "kind": r.kind.value,
+        "key": r.key,
+        "name": r.name,
+        "live": r.live,
+        "retiredAt": _time(r.retired_at),
+        "accelerator": r.accelerator,
+        "topology": r.topology,
+        "attrs": dict(r.attrs),
+        "state": figures.state.value,
+        "start": _time(figures.start),
+        "end": _time(figures.end),
+        **_times_dict(figures),
+        "provisioningDuration": figures.provisioning_duration,
+        "provisioningState": figures.provisioning_state.value,
+    }
+
+
+def aggregate_dict(aggregate: Aggregate) -> dict[str, Any]:
+    return {
+        "kind": aggregate.kind.value,
+        "accelerator": aggregate.accelerator,
+        "topology": aggregate.topology,
+        "resourceCount": aggregate.resources,
+        **_times_dict(aggregate),
+        "provisioningStates": {
+            state.value: aggregate.provisioning_states.get(state, 0)
+            for state in (
+                ProvisioningState.SUCCESS,
+                ProvisioningState.PROVISIONING,
+                ProvisioningState.FAILED,
+            )
+        },
+        "meanProvisioningDuration": aggregate.mean_provisioning_duration,
+    }
+
+
+def report_dict(report: AvailabilityReport) -> dict[str, Any]:
+    """One object: the window, the availability definition, ``resources``, ``aggregates``."""
+    return {
+        "window": {
+            "since": _time(report.window.since),
+            "start": _time(report.start),
+            "now": _time(report.window.now),
+        },
+        "availabilityDefinition": AVAILABILITY_DEFINITION,
+        "resources": [resource_dict(f) for f in report.resources],
+        "aggregates": [aggregate_dict(a) for a in report.aggregates],
+    }

@@ -1,0 +1,381 @@
+"""``megamon report --format html``: one self-contained page — inline CSS and inline SVG, no
+script, no font, no image, no URL — so it can be mailed, attached to an incident or opened
+from a bucket without reaching any network.
+
+The page holds the window and the availability definition, the aggregate table, and one row
+per resource with its figures and a timeline: an SVG of the window with a band per state
+(colours in ``STATE_COLOURS``) and a shared time axis in UTC. Every resource string comes from
+the cluster or the history files, so everything is escaped.
+
+Timelines stretch to the width the table leaves them (at least ``MIN_TIMELINE_PX``): they are
+drawn in ``TIMELINE_UNITS`` user units and scaled, strokes excepted. Whatever the history
+holds, a timeline has at most one rectangle per unit: a record of a million events is drawn
+column by column, each column showing the worst state seen in it (failed over down over the
+rest), and a short outage is widened to one unit so it never disappears between two up
+bands. Tick labels are HTML placed by percentage, so the scaling never distorts them.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from string import Template
+
+from megamon.cli.report_format import (
+    AGGREGATE_COLUMNS,
+    AVAILABILITY_DEFINITION,
+    Column,
+    duration_text,
+    percent_text,
+    provisioning_text,
+    state_text,
+    window_text,
+)
+from megamon.history.availability import (
+    AvailabilityReport,
+    Band,
+    BandState,
+    ResourceAvailability,
+)
+from megamon.records import timestamps
+
+TIMELINE_UNITS = 500
+"""Width of a timeline in SVG user units: its drawing resolution."""
+MIN_TIMELINE_PX = 480
+"""The narrowest a timeline is laid out; tick labels are spaced for it."""
+BAND_HEIGHT = 16
+AXIS_HEIGHT = 30
+LABEL_CHAR_PX = 6.5
+"""Estimated width of one character of an axis label (11px sans-serif digits)."""
+LABEL_GAP_PX = 10.0
+MIN_VISIBLE_UNITS = 1.0
+"""A band narrower than this is widened so that a short outage stays visible."""
+
+STATE_COLOURS: dict[BandState, str] = {
+    BandState.UP: "#2f9e44",
+    BandState.DOWN: "#f08c00",
+    BandState.FAILED: "#c92a2a",
+    BandState.EXPECTED_DOWN: "#adb5bd",
+    BandState.PROVISIONING: "#74c0fc",
+}
+NO_DATA_COLOUR = "#f1f3f5"
+STATE_LABELS: dict[BandState, str] = {
+    BandState.UP: "up",
+    BandState.DOWN: "down",
+    BandState.FAILED: "failed",
+    BandState.EXPECTED_DOWN: "expected down (excluded)",
+    BandState.PROVISIONING: "provisioning (excluded)",
+}
+# Which state a pixel column shows when several share it: the one an SRE must not miss.
+_SEVERITY: dict[BandState, int] = {
+    BandState.UP: 0,
+    BandState.PROVISIONING: 1,
+    BandState.EXPECTED_DOWN: 2,
+    BandState.DOWN: 3,
+    BandState.FAILED: 4,
+}
+
+_S = timestamps.NANOS_PER_SECOND
+_M = 60 * _S
+_H = 60 * _M
+_D = 24 * _H
+TICK_STEPS = (
+    *(n * _S for n in (1, 5, 15, 30)),
+    *(n * _M for n in (1, 5, 15, 30)),
+    *(n * _H for n in (1, 3, 6, 12)),
+    *(n * _D for n in (1, 2, 7, 14, 30, 90, 365)),
+)
+
+_CSS = Template("""
+body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #212529;
+       margin: 24px; background: #fff; }
+h1 { font-size: 20px; margin: 0 0 4px; }
+h2 { font-size: 16px; margin: 24px 0 8px; }
+p.meta { margin: 2px 0; color: #495057; }
+table { border-collapse: collapse; }
+th, td { padding: 3px 6px; border-bottom: 1px solid #e9ecef; text-align: left;
+         white-space: nowrap; vertical-align: middle; }
+th { font-weight: 600; background: #f8f9fa; position: sticky; top: 0; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+table#resources { width: 100%; }
+td.timeline, th.timeline { padding: 0 8px; width: 100%; min-width: ${min_timeline}px; }
+.axis { position: relative; height: ${axis_height}px; font-weight: 400; font-size: 11px;
+        color: #495057; }
+.axis span { position: absolute; top: 2px; transform: translateX(-50%); }
+.axis span.first { transform: none; }
+.axis span.last { transform: translateX(-100%); }
+.axis svg { position: absolute; left: 0; bottom: 0; }
+.sub { color: #868e96; font-size: 12px; }
+.legend span { display: inline-block; margin-right: 14px; }
+.swatch { display: inline-block; width: 12px; height: 12px; vertical-align: -1px;
+          margin-right: 4px; border-radius: 2px; }
+svg { display: block; }
+""").substitute(min_timeline=MIN_TIMELINE_PX, axis_height=AXIS_HEIGHT)
+
+_PAGE = Template("""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>megamon report</title>
+<style>$css</style>
+</head>
+<body>
+<h1>megamon availability report</h1>
+<p class="meta" id="window">$window</p>
+<p class="meta" id="definition">$definition</p>
+<p class="meta legend">$legend</p>
+$body
+</body>
+</html>
+""")
+
+
+def _e(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    """Maps nanoseconds of the window onto ``[0, width]`` user units."""
+
+    start: int
+    end: int
+    width: float = TIMELINE_UNITS
+
+    def x(self, ns: int) -> float:
+        span = max(1, self.end - self.start)
+        return (min(max(ns, self.start), self.end) - self.start) * self.width / span
+
+
+# --- timelines ---------------------------------------------------------------------------
+
+
+def _rect(x0: float, x1: float, state: BandState, title: str) -> str:
+    return (
+        f'<rect x="{x0:.2f}" y="0" width="{x1 - x0:.2f}" height="{BAND_HEIGHT}" '
+        f'fill="{STATE_COLOURS[state]}"><title>{_e(title)}</title></rect>'
+    )
+
+
+def _band_title(band: Band) -> str:
+    start, end = timestamps.format_ns(band.start), timestamps.format_ns(band.end)
+    return f"{band.state.value} {duration_text(band.end - band.start)}: {start} .. {end}"
+
+
+def _exact_rects(bands: Sequence[Band], scale: Scale) -> Iterator[str]:
+    """One rectangle per band; short non-up bands widened to stay visible."""
+    for band in bands:
+        x0, x1 = scale.x(band.start), scale.x(band.end)
+        if band.state is not BandState.UP and x1 - x0 < MIN_VISIBLE_UNITS:
+            x1 = min(scale.width, x0 + MIN_VISIBLE_UNITS)
+            x0 = x1 - MIN_VISIBLE_UNITS
+        yield _rect(x0, x1, band.state, _band_title(band))
+
+
+def _pixel_rects(bands: Sequence[Band], scale: Scale) -> Iterator[str]:
+    """At most one rectangle per unit-wide column, each the most severe state seen in it."""
+    columns: list[BandState | None] = [None] * int(scale.width)
+    last = len(columns) - 1
+    for band in bands:
+        first, final = int(scale.x(band.start)), int(scale.x(band.end))
+        for px in range(min(first, last), min(max(final, first + 1), last + 1)):
+            seen = columns[px]
+            if seen is None or _SEVERITY[band.state] > _SEVERITY[seen]:
+                columns[px] = band.state
+    px = 0
+    while px <= last:
+        state = columns[px]
+        run = px
+        while run <= last and columns[run] is state:
+            run += 1
+        if state is not None:
+            yield _rect(float(px), float(run), state, f"{state.value} (several bands)")
+        px = run
+
+
+def timeline_svg(figures: ResourceAvailability, scale: Scale, ticks: Sequence[int]) -> str:
+    """The resource's bands over the whole window; grey where it did not exist."""
+    bands = figures.bands
+    rects = _exact_rects(bands, scale) if len(bands) <= scale.width else _pixel_rects(bands, scale)
+    grid = "".join(
+        f'<line x1="{scale.x(t):.2f}" y1="0" x2="{scale.x(t):.2f}" y2="{BAND_HEIGHT}" '
+        f'stroke="#ffffff" stroke-opacity="0.6" vector-effect="non-scaling-stroke"/>'
+        for t in ticks
+    )
+    label = (
+        f"timeline of {figures.resource.name}: availability {percent_text(figures.availability)}"
+    )
+    return (
+        f'<svg class="timeline" width="100%" height="{BAND_HEIGHT}" '
+        f'viewBox="0 0 {scale.width:.0f} {BAND_HEIGHT}" preserveAspectRatio="none" '
+        f'shape-rendering="crispEdges" role="img" aria-label="{_e(label)}">'
+        f'<rect width="{scale.width:.0f}" height="{BAND_HEIGHT}" fill="{NO_DATA_COLOUR}"/>'
+        f"{''.join(rects)}{grid}</svg>"
+    )
+
+
+# --- the axis ----------------------------------------------------------------------------
+
+
+def _tick_label(ns: int, step: int) -> str:
+    """Only what changes between ticks: the day (the year is in the window line), the time
+    of day, or the second."""
+    text = timestamps.format_ns(ns)  # 2026-05-04T18:30:00Z
+    if step >= _D:
+        return text[5:10]
+    if step >= _M:
+        return f"{text[5:10]} {text[11:16]}"
+    return text[11:19]
+
+
+def _label_px(step: int) -> float:
+    return len(_tick_label(0, step)) * LABEL_CHAR_PX
+
+
+def tick_step(span: int, width: float = MIN_TIMELINE_PX) -> int:
+    """The smallest round step whose labels fit side by side over ``width`` pixels."""
+    for step in TICK_STEPS:
+        fitting = max(1, int(width // (_label_px(step) + LABEL_GAP_PX)))
+        if span // step <= fitting:
+            return step
+    return TICK_STEPS[-1] * (span // (TICK_STEPS[-1] * 4) + 1)
+
+
+def ticks(start: int, end: int) -> list[int]:
+    """Round UTC instants inside ``[start, end]``."""
+    step = tick_step(max(1, end - start))
+    first = -(-start // step) * step
+    return list(range(first, end + 1, step))
+
+
+def _axis_labels(scale: Scale, marks: Sequence[int], step: int) -> Iterator[str]:
+    """Labels centred on their ticks, except at the edges where they are pushed inside; one
+    that would touch the previous label at the narrowest layout is left out (its tick
+    stays)."""
+    px_per_unit = MIN_TIMELINE_PX / scale.width
+    previous_end = -LABEL_GAP_PX
+    for t in marks:
+        text = _tick_label(t, step)
+        width = len(text) * LABEL_CHAR_PX
+        x = scale.x(t) * px_per_unit
+        if x < width / 2:
+            placement, left = "first", x
+        elif x > MIN_TIMELINE_PX - width / 2:
+            placement, left = "last", x - width
+        else:
+            placement, left = "", x - width / 2
+        if left < previous_end + LABEL_GAP_PX:
+            continue
+        previous_end = left + width
+        percent = 100 * scale.x(t) / scale.width
+        yield f'<span class="{placement}" style="left:{percent:.3f}%">{_e(text)}</span>'
+
+
+def axis_html(scale: Scale, marks: Sequence[int]) -> str:
+    """Tick marks (SVG, stretched like the timelines) and UTC labels (HTML, not stretched)."""
+    step = tick_step(max(1, scale.end - scale.start))
+    stroke = 'stroke="#868e96" vector-effect="non-scaling-stroke"'
+    tick_marks = "".join(
+        f'<line x1="{scale.x(t):.2f}" y1="6" x2="{scale.x(t):.2f}" y2="14" {stroke}/>'
+        for t in marks
+    )
+    return (
+        f'<div class="axis" role="img" aria-label="time axis, UTC">'
+        f"{''.join(_axis_labels(scale, marks, step))}"
+        f'<svg width="100%" height="14" viewBox="0 0 {scale.width:.0f} 14" '
+        f'preserveAspectRatio="none"><line x1="0" y1="13.5" x2="{scale.width:.0f}" '
+        f'y2="13.5" {stroke}/>{tick_marks}</svg></div>'
+    )
+
+
+# --- tables ------------------------------------------------------------------------------
+
+
+def _header_cell(text: str, right: bool) -> str:
+    return f'<th class="num">{_e(text)}</th>' if right else f"<th>{_e(text)}</th>"
+
+
+def _cell(text: str, right: bool) -> str:
+    return f'<td class="num">{_e(text)}</td>' if right else f"<td>{_e(text)}</td>"
+
+
+def aggregate_table(report: AvailabilityReport) -> str:
+    head = "".join(_header_cell(c.header, c.right) for c in AGGREGATE_COLUMNS)
+    rows = "".join(
+        "<tr>" + "".join(_cell(c.cell(a), c.right) for c in AGGREGATE_COLUMNS) + "</tr>"
+        for a in report.aggregates
+    )
+    return f'<table id="aggregates"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+# (header, right-aligned, cell) of the resource rows, left of the timeline.
+_RESOURCE_CELLS: tuple[tuple[str, bool, Column[ResourceAvailability]], ...] = tuple(
+    (c.header, c.right, c)
+    for c in (
+        Column("STATE", state_text),
+        Column("AVAIL", lambda f: percent_text(f.availability), right=True),
+        Column("DOWN", lambda f: duration_text(f.times.down), right=True),
+        Column("INTR", lambda f: str(f.incidents.interruptions), right=True),
+        Column("REC", lambda f: str(f.incidents.recoveries), right=True),
+        Column("MTTR", lambda f: duration_text(f.mttr), right=True),
+        Column("MTBI", lambda f: duration_text(f.mtbi), right=True),
+        Column("PROVISIONING", provisioning_text),
+    )
+)
+
+
+def _resource_label(figures: ResourceAvailability) -> str:
+    r = figures.resource
+    shape = " · ".join(filter(None, (r.kind.value, r.accelerator, r.topology)))
+    key = "" if r.name == r.key else f" · {r.key}"
+    return f'<td><div>{_e(r.name)}</div><div class="sub">{_e(shape + key)}</div></td>'
+
+
+def resource_table(report: AvailabilityReport) -> str:
+    scale = Scale(report.start, report.window.now)
+    marks = ticks(report.start, report.window.now)
+    head = (
+        "<th>RESOURCE</th>"
+        + "".join(_header_cell(h, right) for h, right, _ in _RESOURCE_CELLS)
+        + f'<th class="timeline">{axis_html(scale, marks)}</th>'
+    )
+    rows = "".join(
+        f'<tr class="resource">{_resource_label(f)}'
+        + "".join(_cell(c.cell(f), right) for _, right, c in _RESOURCE_CELLS)
+        + f'<td class="timeline">{timeline_svg(f, scale, marks)}</td></tr>'
+        for f in report.resources
+    )
+    return f'<table id="resources"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+def _legend() -> str:
+    return "".join(
+        f'<span><i class="swatch" style="background:{STATE_COLOURS[s]}"></i>'
+        f"{_e(STATE_LABELS[s])}</span>"
+        for s in BandState
+    ) + (
+        f'<span><i class="swatch" style="background:{NO_DATA_COLOUR};'
+        f'outline:1px solid #adb5bd"></i>not in history</span>'
+    )
+
+
+def render_html(report: AvailabilityReport) -> str:
+    """The whole page."""
+    if report.resources:
+        body = (
+            "<h2>By kind, accelerator and topology</h2>"
+            + aggregate_table(report)
+            + "<h2>Resources</h2>"
+            + resource_table(report)
+        )
+    else:
+        body = "<p>No resources in the window.</p>"
+    return _PAGE.substitute(
+        css=_CSS,
+        window=_e(window_text(report)),
+        definition=_e(AVAILABILITY_DEFINITION.capitalize() + "."),
+        legend=_legend(),
+        body=body,
+    )
