@@ -8,7 +8,9 @@ the service:
 - aggregation: every ``AggregationIntervalSeconds``, observes every kind at one ``now``,
   records events, and once every required kind has been observed builds the report,
   publishes it (an atomic reference swap) and runs the exporters. A failing cycle keeps the
-  last good report.
+  last good report;
+- persist: writes the history held in memory to the store, so that a slow or failing store
+  delays the writing of a transition, never its timestamp.
 Only a leader (or the only replica) does any of this; ``healthy`` says whether the loops
 still make progress.
 """
@@ -50,6 +52,7 @@ SOURCE_KUBERNETES = "kubernetes"
 LOOP_POLL = "poll"
 LOOP_WORKLOADS = "workloads"
 LOOP_AGGREGATE = "aggregate"
+LOOP_PERSIST = "persist"
 COALESCE_SECONDS = 1.0
 STALL_FACTOR = 5
 """A loop that has not finished an iteration in this many intervals is stuck."""
@@ -61,6 +64,7 @@ class Intervals:
     aggregation: float = 10.0
     polling: float = 10.0
     coalesce: float = COALESCE_SECONDS
+    persist: float = 1.0
 
 
 class Aggregator:
@@ -124,6 +128,7 @@ class Aggregator:
             LOOP_POLL: self._intervals.polling,
             LOOP_WORKLOADS: self._intervals.aggregation,
             LOOP_AGGREGATE: self._intervals.aggregation,
+            LOOP_PERSIST: self._intervals.persist,
         }
         for loop, last in self._progress.items():
             if now - last > max(STALL_FACTOR * limits[loop], MIN_STALL_SECONDS):
@@ -182,13 +187,23 @@ class Aggregator:
             log.error("cannot load the slice owner map (starting empty): %s", err)
             return {}
 
-    def _record(self, batch: dict[Kind, dict[str, Observation]], now: int) -> bool:
+    def _record(self, batch: dict[Kind, dict[str, Observation]], now: int) -> None:
+        """Apply the batch to the history in memory; the persist loop writes it out."""
         with self._record_lock:
             try:
-                self._log.append(batch, now)
+                self._log.append(batch, now, flush=False)
             except MegamonError as err:
                 log.error("cannot record events: %s", err)
-                return False
+
+    def persist_once(self) -> bool:
+        """Write out history held in memory only; on failure it stays pending."""
+        if not self._log.pending:
+            return True
+        try:
+            self._log.flush()
+        except MegamonError as err:
+            log.error("cannot write history (kept in memory, retried): %s", err)
+            return False
         return True
 
     def observe_workloads_once(self) -> None:
@@ -210,8 +225,9 @@ class Aggregator:
                 self._report_problems(observed.problems)
                 batch[Kind.NODEPOOL] = observed.observations
             batch.update(self._workload_batch(snapshot, now))
-        recorded = self._record(batch, now) if batch else True
-        if not recorded or snapshot is None or not self._log.ready:
+        if batch:
+            self._record(batch, now)
+        if snapshot is None or not self._log.ready:
             return None
         report = build_report(
             self._log.snapshot(),
@@ -252,6 +268,7 @@ class Aggregator:
                 self.aggregate_once,
                 lambda: self._stop.wait(self._intervals.aggregation),
             ),
+            (LOOP_PERSIST, self.persist_once, lambda: self._stop.wait(self._intervals.persist)),
         ]
         for name, step, wait in loops:
             thread = threading.Thread(
@@ -262,8 +279,11 @@ class Aggregator:
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Stop the loops, then write out what is still held in memory (best effort)."""
         self._stop.set()
         self.changed.set()
         for thread in self._threads:
             thread.join(timeout)
         self._threads.clear()
+        if self._is_leader():
+            self.persist_once()

@@ -35,7 +35,8 @@ def parse_kind(text: str) -> Kind:
         raise argparse.ArgumentTypeError(f"unknown kind {text!r} (known: {known})") from None
 
 
-def _config(args: argparse.Namespace) -> Config:
+def history_config(args: argparse.Namespace) -> Config:
+    """The configuration the history options name (a default one when none is given)."""
     if args.config_path:
         return load_config(args.config_path)
     if Path(DEFAULT_CONFIG_PATH).exists():
@@ -53,7 +54,7 @@ def history_store(args: argparse.Namespace) -> EventStore:
         if not Path(args.events_dir).is_dir():
             raise ConfigError(f"--events-dir {args.events_dir}: no such directory")
         return LocalEventStore(args.events_dir)
-    config = _config(args)
+    config = history_config(args)
     if args.bucket:
         path = args.path if args.path is not None else config.events_path
         return GcsEventStore(gcs_client(config.GKE.ProjectID), args.bucket, path)

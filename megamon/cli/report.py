@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from megamon.cli import report_format, report_html
-from megamon.cli.history import _config, add_history_options, history_store, parse_kind
+from megamon.cli.history import add_history_options, history_config, history_store, parse_kind
 from megamon.errors import ConfigError, MegamonError
 from megamon.exporters.archives import LATEST_NAME, REPORTS_DIR
 from megamon.history.availability import (
@@ -139,7 +139,7 @@ def _report_location(args: argparse.Namespace) -> tuple[ObjectBackend, str] | No
     ``history_store``); ``None`` for the in-memory store of a simulation."""
     if args.events_dir:
         return LocalObjects(Path(args.events_dir)), ""
-    config = _config(args)
+    config = history_config(args)
     if args.bucket or config.EventsBucketName:
         bucket = args.bucket or config.EventsBucketName
         path = args.path if args.path is not None else config.events_path

@@ -8,11 +8,13 @@ per resource with its figures and a timeline: an SVG of the window with a band p
 the cluster or the history files, so everything is escaped.
 
 Timelines stretch to the width the table leaves them (at least ``MIN_TIMELINE_PX``): they are
-drawn in ``TIMELINE_UNITS`` user units and scaled, strokes excepted. Whatever the history
-holds, a timeline has at most one rectangle per unit: a record of a million events is drawn
+drawn in ``TIMELINE_UNITS`` user units and scaled, strokes excepted. The page must stay
+small whatever the history holds: the resource's span is one rectangle in the up colour with
+only the other bands drawn over it; past ``TIMELINE_UNITS`` such bands a timeline is drawn
 column by column, each column showing the worst state seen in it (failed over down over the
-rest), and a short outage is widened to one unit so it never disappears between two up
-bands. Tick labels are HTML placed by percentage, so the scaling never distorts them.
+rest); and only timelines of at most ``MAX_TITLED_BANDS`` bands get a tooltip per band. A
+short outage is widened to one unit so it never disappears between two up bands. Tick
+labels are HTML placed by percentage, so the scaling never distorts them.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ LABEL_CHAR_PX = 6.5
 LABEL_GAP_PX = 10.0
 MIN_VISIBLE_UNITS = 1.0
 """A band narrower than this is widened so that a short outage stays visible."""
+MAX_TITLED_BANDS = 60
+"""Bands get a tooltip (state, length, times) only in a timeline with no more than this:
+beyond it, tooltips would make the page many times larger and nobody hovers them all."""
 
 STATE_COLOURS: dict[BandState, str] = {
     BandState.UP: "#2f9e44",
@@ -152,11 +157,11 @@ class Scale:
 # --- timelines ---------------------------------------------------------------------------
 
 
-def _rect(x0: float, x1: float, state: BandState, title: str) -> str:
-    return (
-        f'<rect x="{x0:.2f}" y="0" width="{x1 - x0:.2f}" height="{BAND_HEIGHT}" '
-        f'fill="{STATE_COLOURS[state]}"><title>{_e(title)}</title></rect>'
-    )
+def _rect(x0: float, x1: float, colour: str, title: str | None = None) -> str:
+    geometry = f'x="{x0:.1f}" width="{x1 - x0:.1f}" height="{BAND_HEIGHT}" fill="{colour}"'
+    if title is None:
+        return f"<rect {geometry}/>"
+    return f"<rect {geometry}><title>{_e(title)}</title></rect>"
 
 
 def _band_title(band: Band) -> str:
@@ -164,14 +169,15 @@ def _band_title(band: Band) -> str:
     return f"{band.state.value} {duration_text(band.end - band.start)}: {start} .. {end}"
 
 
-def _exact_rects(bands: Sequence[Band], scale: Scale) -> Iterator[str]:
-    """One rectangle per band; short non-up bands widened to stay visible."""
+def _exact_rects(bands: Sequence[Band], scale: Scale, titled: bool) -> Iterator[str]:
+    """One rectangle per band, widened to stay visible when shorter than a unit."""
     for band in bands:
         x0, x1 = scale.x(band.start), scale.x(band.end)
-        if band.state is not BandState.UP and x1 - x0 < MIN_VISIBLE_UNITS:
+        if x1 - x0 < MIN_VISIBLE_UNITS:
             x1 = min(scale.width, x0 + MIN_VISIBLE_UNITS)
             x0 = x1 - MIN_VISIBLE_UNITS
-        yield _rect(x0, x1, band.state, _band_title(band))
+        title = _band_title(band) if titled else None
+        yield _rect(x0, x1, STATE_COLOURS[band.state], title)
 
 
 def _pixel_rects(bands: Sequence[Band], scale: Scale) -> Iterator[str]:
@@ -191,16 +197,27 @@ def _pixel_rects(bands: Sequence[Band], scale: Scale) -> Iterator[str]:
         while run <= last and columns[run] is state:
             run += 1
         if state is not None:
-            yield _rect(float(px), float(run), state, f"{state.value} (several bands)")
+            yield _rect(float(px), float(run), STATE_COLOURS[state])
         px = run
+
+
+def _marks(figures: ResourceAvailability, scale: Scale) -> Iterator[str]:
+    """The span in the up colour, and every other band over it: the bands tile the span, so
+    only what is not up needs a rectangle of its own — half of them, or fewer."""
+    r = figures.resource
+    span = f"{r.name}: {timestamps.format_ns(figures.start)} .. {timestamps.format_ns(figures.end)}"
+    yield _rect(scale.x(figures.start), scale.x(figures.end), STATE_COLOURS[BandState.UP], span)
+    others = [b for b in figures.bands if b.state is not BandState.UP]
+    if len(others) > scale.width:
+        yield from _pixel_rects(others, scale)
+    else:
+        yield from _exact_rects(others, scale, titled=len(others) <= MAX_TITLED_BANDS)
 
 
 def timeline_svg(figures: ResourceAvailability, scale: Scale, ticks: Sequence[int]) -> str:
     """The resource's bands over the whole window; grey where it did not exist."""
-    bands = figures.bands
-    rects = _exact_rects(bands, scale) if len(bands) <= scale.width else _pixel_rects(bands, scale)
     grid = "".join(
-        f'<line x1="{scale.x(t):.2f}" y1="0" x2="{scale.x(t):.2f}" y2="{BAND_HEIGHT}" '
+        f'<line x1="{scale.x(t):.1f}" y1="0" x2="{scale.x(t):.1f}" y2="{BAND_HEIGHT}" '
         f'stroke="#ffffff" stroke-opacity="0.6" vector-effect="non-scaling-stroke"/>'
         for t in ticks
     )
@@ -211,8 +228,7 @@ def timeline_svg(figures: ResourceAvailability, scale: Scale, ticks: Sequence[in
         f'<svg class="timeline" width="100%" height="{BAND_HEIGHT}" '
         f'viewBox="0 0 {scale.width:.0f} {BAND_HEIGHT}" preserveAspectRatio="none" '
         f'shape-rendering="crispEdges" role="img" aria-label="{_e(label)}">'
-        f'<rect width="{scale.width:.0f}" height="{BAND_HEIGHT}" fill="{NO_DATA_COLOUR}"/>'
-        f"{''.join(rects)}{grid}</svg>"
+        f"{_rect(0, scale.width, NO_DATA_COLOUR)}{''.join(_marks(figures, scale))}{grid}</svg>"
     )
 
 

@@ -62,6 +62,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
 
 from megamon.history.summarizing import summarize
 from megamon.records.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
@@ -96,9 +97,9 @@ class BandState(StrEnum):
     PROVISIONING = "provisioning"
 
 
-@dataclass(frozen=True, slots=True)
-class Band:
-    """``[start, end)`` in nanoseconds, spent in one state."""
+class Band(NamedTuple):
+    """``[start, end)`` in nanoseconds, spent in one state (a tuple: there is one per
+    event in the window)."""
 
     start: int
     end: int
@@ -279,7 +280,7 @@ def _monotonic_prefix(timestamps: tuple[int, ...], now: int) -> list[int]:
     result: list[int] = []
     latest = timestamps[0] if timestamps else 0
     for ts in timestamps:
-        latest = max(latest, ts)
+        latest = ts if ts > latest else latest
         if latest > now:
             break
         result.append(latest)
@@ -337,54 +338,47 @@ def _incidents(ts: list[int], flags: bytes, since: int | None) -> Incidents:
     return Incidents(interruptions, recoveries, recovered)
 
 
-@dataclass(slots=True)
-class _Accumulator:
-    """Bands and time classes built in one pass over the events (a history may hold
-    millions: no object per event)."""
-
-    up: int = 0
-    down: int = 0
-    failed: int = 0
-    expected_down: int = 0
-    provisioning: int = 0
-    bands: list[Band] = field(default_factory=list)
-
-    def add(self, lo: int, hi: int, state: BandState, initial: bool) -> None:
-        length = hi - lo
-        if initial:
-            self.provisioning += length
-        elif state is BandState.UP:
-            self.up += length
-        elif state is BandState.EXPECTED_DOWN:
-            self.expected_down += length
-        else:
-            self.down += length
-            if state is BandState.FAILED:
-                self.failed += length
-        last = self.bands[-1] if self.bands else None
-        if last is not None and last.state is state and last.end == lo:
-            self.bands[-1] = Band(last.start, hi, state)
-        else:
-            self.bands.append(Band(lo, hi, state))
-
-    @property
-    def times(self) -> TimeSplit:
-        return TimeSplit(self.up, self.down, self.failed, self.expected_down, self.provisioning)
-
-
-def _clipped(
-    ts: list[int], states: list[BandState], first_up: int, start: int, end: int
-) -> _Accumulator:
+def _clipped(ts: list[int], states: list[BandState], start: int, end: int) -> list[Band]:
     """Each event's band, from it to the next event (or ``end``), clipped to
-    ``[start, end]``; adjacent bands of one state merged."""
-    result = _Accumulator()
+    ``[start, end]``, adjacent bands of one state merged. One pass and no object per event:
+    a history may hold millions."""
+    bands: list[Band] = []
+    state: BandState | None = None
+    lo = hi = 0
     last = len(ts) - 1
     for i in range(max(0, bisect_right(ts, start) - 1), last + 1):
-        lo = max(ts[i], start)
-        hi = min(ts[i + 1] if i < last else end, end)
-        if hi > lo:
-            result.add(lo, hi, states[i], i < first_up)
-    return result
+        begin = ts[i] if ts[i] > start else start  # not max()/min(): this loop is the hot spot
+        stop = ts[i + 1] if i < last else end
+        stop = stop if stop < end else end
+        if stop <= begin:
+            continue
+        if states[i] is state and begin == hi:
+            hi = stop
+            continue
+        if state is not None:
+            bands.append(Band(lo, hi, state))
+        state, lo, hi = states[i], begin, stop
+    if state is not None:
+        bands.append(Band(lo, hi, state))
+    return bands
+
+
+def _split(bands: list[Band], first_up: int) -> TimeSplit:
+    """Time per class; everything before ``first_up`` (ns) is provisioning, failed or not."""
+    up = down = failed = expected = provisioning = 0
+    for band in bands:
+        length = band.end - band.start
+        if band.start < first_up:
+            provisioning += length
+        elif band.state is BandState.UP:
+            up += length
+        elif band.state is BandState.EXPECTED_DOWN:
+            expected += length
+        else:
+            down += length
+            if band.state is BandState.FAILED:
+                failed += length
+    return TimeSplit(up, down, failed, expected, provisioning)
 
 
 def resource_availability(resource: Resource, window: Window) -> ResourceAvailability | None:
@@ -399,7 +393,8 @@ def resource_availability(resource: Resource, window: Window) -> ResourceAvailab
     flags = resource.record.flags[: len(ts)]
     start = ts[0] if window.since is None else max(ts[0], window.since)
     states, first_up = _event_states(flags)
-    inside = _clipped(ts, states, first_up, start, end)
+    bands = _clipped(ts, states, start, end)
+    first_up_at = ts[first_up] if first_up < len(ts) else end
     record = resource.record
     if len(ts) < len(record):
         record = EventRecord.trusted(record.timestamps[: len(ts)], flags)
@@ -409,8 +404,8 @@ def resource_availability(resource: Resource, window: Window) -> ResourceAvailab
         start=start,
         end=end,
         state=states[-1],
-        bands=tuple(inside.bands),
-        times=inside.times,
+        bands=tuple(bands),
+        times=_split(bands, first_up_at),
         incidents=_incidents(ts, flags, window.since),
         provisioning_duration=summary.provisioning_duration,
         provisioning_state=summary.provisioning_state,

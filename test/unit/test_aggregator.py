@@ -135,16 +135,42 @@ class _FlakyStore(MemoryEventStore):
         return super().write(kind, records, version)
 
 
-def test_a_failing_store_keeps_the_last_good_report() -> None:
+def test_a_failing_store_delays_writing_not_the_report_nor_its_timestamps() -> None:
     store = _FlakyStore()
     aggregator, parts = make(store=store)
     aggregator.poll_once()
-    good = aggregator.aggregate_once()
+    aggregator.aggregate_once()
+    aggregator.persist_once()
     store.broken = True
-    parts["pools"].pools = []  # a change that must be written
+    parts["pools"].pools = []  # the pool disappears: a change that must be written
     aggregator.poll_once()
     parts["clock"].now = T0 + 10 * S
-    assert aggregator.aggregate_once() is None
+    report = aggregator.aggregate_once()
+    assert report is not None and "np" not in report.kind(Kind.NODEPOOL).observations
+    assert not aggregator.persist_once()
+    assert "np" in store.read(Kind.NODEPOOL).records
+    store.broken = False
+    parts["clock"].now = T0 + 20 * S
+    aggregator.aggregate_once()
+    assert aggregator.persist_once()
+    assert "np" not in store.read(Kind.NODEPOOL).records
+    [entry] = store.read_archive(Kind.NODEPOOL, "np")
+    assert entry.retired_at == T0 + 10 * S
+
+
+class _Exploding(StaticCluster):
+    def snapshot(self) -> ClusterSnapshot:
+        raise RuntimeError("a bug in an observer")
+
+
+def test_a_failing_cycle_keeps_the_last_good_report() -> None:
+    aggregator, _ = make()
+    aggregator.poll_once()
+    good = aggregator.aggregate_once()
+    aggregator._cluster = _Exploding(ClusterSnapshot())
+    aggregator.start()
+    time.sleep(0.2)
+    aggregator.stop()
     assert aggregator.latest_report() is good
 
 

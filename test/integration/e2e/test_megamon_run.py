@@ -165,6 +165,8 @@ def test_reports_go_to_gcs_and_the_configmap(
     assert latest["nodePoolsUp"]["np"]["readyCount"] == 1
     archives = [b.name for b in gcs_client.list_blobs(gcs_bucket, prefix=f"{PATH}/reports/2")]
     assert len(archives) == 1 and archives[0].endswith("Z.json")
+    # History is written by its own loop, at most a second after it was recorded.
+    megamon.wait_for(lambda: bucket.get_blob(f"{PATH}/node-pools.json") is not None, "history")
     events = orjson.loads(bucket.blob(f"{PATH}/node-pools.json").download_as_bytes())
     assert [e["up"] for e in events["np"]["upEvents"]] == [False, True]
 

@@ -322,6 +322,7 @@ class Megamon:
         while time.monotonic() < deadline:
             self.aggregator.poll_once()
             report = self.aggregator.aggregate_once()
+            self.aggregator.persist_once()
             if report is not None and check(report):
                 return report
             time.sleep(0.05)

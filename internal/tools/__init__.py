@@ -1,0 +1,1 @@
+"""Repo-private tools that are not tests: the report screenshot and its headless browser."""

@@ -1,0 +1,68 @@
+"""Headless Chromium for rendering megamon's HTML report: the tests read the DOM it renders
+(``--dump-dom``) and ``report_screenshot`` takes the picture in ``docs/images``.
+
+Chromium is started fully offline-minded (no background networking, component updates, sync
+or QUIC) with a throw-away profile, so rendering a page never reaches the network by itself.
+``--no-sandbox`` is needed when running as root, as in CI containers.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+TIMEOUT_SECONDS = 120.0
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+)
+
+
+class BrowserError(RuntimeError):
+    """Chromium is missing or failed to render the page."""
+
+
+def find_browser() -> str | None:
+    """The path of an installed Chromium, if any."""
+    for name in BROWSERS:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _run(page: Path, *extra: str, browser: str | None = None) -> subprocess.CompletedProcess[bytes]:
+    browser = browser or find_browser()
+    if browser is None:
+        raise BrowserError("no chromium on PATH (apt-get install -y chromium)")
+    with tempfile.TemporaryDirectory(prefix="megamon-chromium-") as profile:
+        command = [browser, *FLAGS, f"--user-data-dir={profile}", *extra, page.resolve().as_uri()]
+        result = subprocess.run(command, capture_output=True, timeout=TIMEOUT_SECONDS, check=False)
+    if result.returncode != 0:
+        tail = result.stderr.decode(errors="replace")[-2000:]
+        raise BrowserError(f"chromium exited with {result.returncode}: {tail}")
+    return result
+
+
+def dump_dom(page: Path, browser: str | None = None) -> str:
+    """The DOM of ``page`` after Chromium parsed and laid it out, serialized as HTML."""
+    return _run(page, "--dump-dom", browser=browser).stdout.decode()
+
+
+def screenshot(page: Path, png: Path, width: int, height: int, browser: str | None = None) -> None:
+    """A PNG of the top ``width`` x ``height`` pixels of ``page``."""
+    png.parent.mkdir(parents=True, exist_ok=True)
+    size = f"--window-size={width},{height}"
+    _run(page, f"--screenshot={png.resolve()}", size, browser=browser)
+    if not png.is_file():
+        raise BrowserError(f"chromium wrote no screenshot to {png}")

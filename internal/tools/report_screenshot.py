@@ -1,0 +1,170 @@
+"""Build a demo history and take the screenshot of ``megamon report --format html`` shown in
+``docs/report.md``.
+
+    python -m internal.tools.report_screenshot [--out docs/images/report.png] [--keep DIR]
+
+The history is a week of a small TPU fleet written through the real ``EventLog`` into a
+``LocalEventStore`` (so it is exactly what ``megamon run`` would leave), plus the
+``reports/latest.json`` the gcs exporter would have written to label the live resources.
+Everything is at fixed instants, so the picture only changes when the page does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from internal.tools.headless import screenshot
+from internal.tools.scripted_history import (
+    DOWN,
+    FAILED,
+    PLANNED,
+    UP,
+    ScriptedResource,
+    export_latest_report,
+    record,
+)
+from megamon.cli.main import main as megamon
+from megamon.exporters.archives import LocalReportExporter
+from megamon.records import timestamps
+from megamon.records.kinds import Kind
+from megamon.records.observations import Attrs
+from megamon.store.local import LocalEventStore
+
+NOW = timestamps.parse("2026-05-08T00:00:00Z")
+SINCE = "7d"
+M = 60 * timestamps.NANOS_PER_SECOND
+H = 60 * M
+D = 24 * H
+WEEK_AGO = NOW - 7 * D
+SIZE = (1440, 740)
+DEFAULT_OUT = Path("docs/images/report.png")
+
+
+def _pool(
+    name: str,
+    accelerator: str,
+    topology: str,
+    *states: tuple[int, str],
+    retired: int | None = None,
+) -> ScriptedResource:
+    attrs = Attrs(nodepool_name=name, tpu_accelerator=accelerator, tpu_topology=topology)
+    return ScriptedResource(Kind.NODEPOOL, name, attrs, states, retired)
+
+
+def demo_fleet() -> list[ScriptedResource]:
+    """A week of a small fleet: outages, a failed interruption, a planned stop, a stockout,
+    a pool still provisioning, a retired pool and a JobSet that completed."""
+    t = WEEK_AGO
+    job_attrs = Attrs(
+        jobset_name="llm-pretrain",
+        jobset_namespace="train",
+        jobset_uid="6f1c2a7e",
+        tpu_accelerator="tpu-v5p-slice",
+        tpu_topology="2x2x2",
+    )
+    return [
+        _pool(
+            "v5p-pool-a",
+            "tpu-v5p-slice",
+            "2x2x2",
+            (t - 3 * D, DOWN),
+            (t - 3 * D + 25 * M, UP),
+            (t + 2 * D, DOWN),
+            (t + 2 * D + 40 * M, UP),
+            (t + 5 * D, FAILED),
+            (t + 5 * D + 2 * H, UP),
+        ),
+        _pool(
+            "v5p-pool-b",
+            "tpu-v5p-slice",
+            "2x2x2",
+            (t + 6 * H, DOWN),
+            (t + 6 * H + 18 * M, UP),
+            (t + 4 * D, DOWN),
+            (t + 4 * D + 12 * M, UP),
+        ),
+        _pool(
+            "v6e-pool-a",
+            "tpu-v6e-slice",
+            "4x4",
+            (t - D, DOWN),
+            (t - D + 9 * M, UP),
+            (t + 3 * D, PLANNED),
+            (t + 3 * D + 3 * H, UP),
+            (t + 6 * D, DOWN),
+            (t + 6 * D + H, UP),
+        ),
+        _pool("v6e-pool-b", "tpu-v6e-slice", "4x4", (t + 4 * D, DOWN), (t + 4 * D + 2 * H, FAILED)),
+        _pool("v6e-pool-c", "tpu-v6e-slice", "4x4", (t + 6 * D + 12 * H, DOWN)),
+        _pool(
+            "v5e-legacy",
+            "tpu-v5-lite-podslice",
+            "2x4",
+            (t - 2 * D, DOWN),
+            (t - 2 * D + 30 * M, UP),
+            (t + D, DOWN),
+            (t + D + 50 * M, UP),
+            retired=t + 3 * D,
+        ),
+        ScriptedResource(
+            Kind.JOBSET,
+            "6f1c2a7e",
+            job_attrs,
+            (
+                (t + 12 * H, DOWN),
+                (t + 12 * H + 35 * M, UP),
+                (t + 2 * D, DOWN),
+                (t + 2 * D + 55 * M, UP),
+                (t + 5 * D, DOWN),
+                (t + 5 * D + 2 * H + 20 * M, UP),
+                (t + 6 * D, PLANNED),
+            ),
+        ),
+    ]
+
+
+def write_history(directory: Path) -> None:
+    """The demo fleet's week in ``directory``, with the report of ``NOW`` labelling it."""
+    store = LocalEventStore(directory)
+    latest = record(store, demo_fleet(), NOW)
+    export_latest_report(LocalReportExporter(directory), store, latest, NOW)
+
+
+def render(directory: Path, page: Path) -> None:
+    status = megamon(
+        [
+            "report",
+            "--events-dir",
+            str(directory),
+            "--now",
+            timestamps.format_ns(NOW),
+            "--since",
+            SINCE,
+            "--format",
+            "html",
+            "-o",
+            str(page),
+        ]
+    )
+    if status != 0:
+        raise SystemExit(f"megamon report exited with {status}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"default: {DEFAULT_OUT}")
+    parser.add_argument("--keep", type=Path, help="build the history in this directory")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="megamon-report-demo-") as scratch:
+        directory = args.keep or Path(scratch) / "history"
+        write_history(directory)
+        page = Path(scratch) / "report.html"
+        render(directory, page)
+        screenshot(page, args.out, *SIZE)
+    print(f"{args.out}: {args.out.stat().st_size} bytes")
+
+
+if __name__ == "__main__":
+    main()
