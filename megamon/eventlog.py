@@ -67,17 +67,22 @@ def merge(
     merged = dict(theirs)
     for key in ours.keys() | base.keys():
         mine, was, other = ours.get(key), base.get(key), theirs.get(key)
+        if other is None:
+            # Gone from theirs (retired by them, or their file was lost): we keep what we
+            # still observe, with our events and timestamps.
+            if mine is not None and key in latest:
+                merged[key] = mine
+            continue
         if mine == was:
             continue  # we changed nothing here: theirs stands
-        if other == was or other is None:
-            # Only we changed it (or they dropped a key we still see): ours, timestamps kept.
+        if other == was:
             if mine is None:
-                merged.pop(key, None)
+                merged.pop(key, None)  # we retired it; they had not touched it
             else:
-                merged[key] = mine
+                merged[key] = mine  # only we changed it: our events and timestamps
         elif key in latest:
             observation, now = latest[key]
-            merged[key] = next_record(other, observation, now)
+            merged[key] = next_record(other, observation, now)  # both: theirs, then ours
     return merged
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import pytest
 
 from megamon.errors import Conflict, StoreError
-from megamon.eventlog import EventLog
+from megamon.eventlog import EventLog, merge
 from megamon.records.events import EventRecord
 from megamon.records.kinds import Kind
 from megamon.records.observations import Observation
@@ -122,3 +122,41 @@ def test_appending_without_flush_touches_the_store_only_to_load() -> None:
     assert store.read(Kind.NODEPOOL).version is None and log.pending
     log.flush()
     assert store.read(Kind.NODEPOOL).records["np"].timestamps == (T,)
+
+
+def _rec(*pairs: tuple[int, bool]) -> EventRecord:
+    return EventRecord.trusted(tuple(t for t, _ in pairs), bytes(int(u) for _, u in pairs))
+
+
+def test_merge_keeps_each_writers_own_changes_and_our_latest_view_of_shared_ones() -> None:
+    base = {
+        "a": _rec((T, False)),
+        "b": _rec((T, False)),
+        "c": _rec((T, False)),
+        "gone": _rec((T, False)),
+    }
+    ours = {
+        "a": _rec((T, False), (T + 1, True)),
+        "b": base["b"],
+        "c": _rec((T, False), (T + 1, True)),
+        "new": _rec((T + 1, False)),
+    }
+    theirs = {
+        "a": base["a"],
+        "b": _rec((T, False), (T + 2, True)),
+        "c": _rec((T, False), (T + 2, True)),
+        "gone": base["gone"],
+    }
+    latest = dict.fromkeys(("a", "c"), (UP, T + 1)) | {"new": (DOWN, T + 1)}
+    merged = merge(base, ours, theirs, latest)
+    assert merged["a"] == ours["a"]  # only we changed it
+    assert merged["b"] == theirs["b"]  # only they changed it
+    assert merged["c"] == theirs["c"]  # both: theirs, and our view (up) adds nothing
+    assert merged["new"] == ours["new"]
+    assert "gone" not in merged  # we retired it, they had not touched it
+
+
+def test_merge_keeps_what_we_observe_when_their_file_lost_it() -> None:
+    base = {"a": _rec((T, False), (T, True))}
+    merged = merge(base, base, {}, {"a": (UP, T + 5)})
+    assert merged == base
