@@ -179,7 +179,10 @@ def assert_same_history(clean: History, faulty: History, tolerance_s: float) -> 
     """The same transitions, none lost or duplicated, each within ``tolerance_s`` of clean."""
     assert faulty.keys() == clean.keys()
     for kind, keys in clean.items():
-        assert faulty[kind].keys() == keys.keys(), f"{kind}: resources differ"
+        assert faulty[kind].keys() == keys.keys(), (
+            f"{kind}: resources differ: clean {sorted(keys)}, with faults {sorted(faulty[kind])}"
+            f"\n clean {keys}\n fault {faulty[kind]}"
+        )
         for key, events in keys.items():
             got = faulty[kind][key]
             assert [e[1:] for e in got] == [e[1:] for e in events], (
