@@ -282,8 +282,9 @@ class Aggregator:
         """Stop the loops, then write out what is still held in memory (best effort)."""
         self._stop.set()
         self.changed.set()
+        deadline = time.monotonic() + timeout
         for thread in self._threads:
-            thread.join(timeout)
+            thread.join(max(0.0, deadline - time.monotonic()))
         self._threads.clear()
         if self._is_leader():
             self.persist_once()

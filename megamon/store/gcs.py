@@ -31,8 +31,12 @@ from megamon.telemetry import Instruments
 
 DEFAULT_TIMEOUT = (5.0, 30.0)
 """Seconds to connect and to wait for each read of one call."""
-DEFAULT_DEADLINE = 60.0
-"""Seconds one operation may take, retries included."""
+DEFAULT_DEADLINE = 10.0
+"""Seconds one operation may take, retries included. Short on purpose: history waiting to
+be written is held in memory and the persist loop tries again a second later, with fresh
+state, so a long retry inside one call would only delay everything queued behind it."""
+STORE_RETRY: Retry = DEFAULT_RETRY.with_delay(initial=0.25, maximum=2.0, multiplier=2.0)
+"""The library's retry policy (429, 5xx, timeouts, resets) with a quicker backoff."""
 
 _TRANSIENT = (
     api_exceptions.GoogleAPIError,
@@ -53,7 +57,7 @@ class GcsObjects:
         instruments: Instruments,
         timeout: tuple[float, float] = DEFAULT_TIMEOUT,
         deadline: float = DEFAULT_DEADLINE,
-        retry: Retry = DEFAULT_RETRY,
+        retry: Retry = STORE_RETRY,
     ) -> None:
         self._bucket = client.bucket(bucket)
         self._bucket_name = bucket
@@ -152,7 +156,7 @@ class GcsEventStore(ObjectEventStore):
         instruments: Instruments | None = None,
         timeout: tuple[float, float] = DEFAULT_TIMEOUT,
         deadline: float = DEFAULT_DEADLINE,
-        retry: Retry = DEFAULT_RETRY,
+        retry: Retry = STORE_RETRY,
     ) -> None:
         """``retry`` says which errors to retry and how to back off (the library's policy by
         default); ``deadline`` bounds the retries of one operation."""

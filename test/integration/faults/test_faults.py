@@ -122,8 +122,8 @@ def test_gke_403_keeps_readiness_and_shows_stale_data(
 
     faults = [
         (4.0, "GKE answers 403", forbid),
-        (8.5, "scrape", look),
-        (9.0, "GKE answers again", lambda r: r.gke.clear_faults()),
+        (9.7, "scrape", look),
+        (10.5, "GKE answers again", lambda r: r.gke.clear_faults()),
     ]
     history = run_scenario(fresh_rig, faults)
     assert_same_history(clean_history, history, TOLERANCE_S)
