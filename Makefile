@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test unit lint typecheck bench clean
+.PHONY: demo test unit chaos reliability lint typecheck bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,15 @@ test: $(STAMP) lint typecheck
 
 unit: $(STAMP)
 	$(BIN)/pytest test/unit
+
+## chaos: the fault suite with its long variants (30 s stalls).
+chaos: $(STAMP)
+	MEGAMON_CHAOS=1 $(BIN)/pytest test/integration/faults
+
+## reliability: run the fault suite and write docs/reliability.md from its output.
+reliability: $(STAMP)
+	MEGAMON_RELIABILITY_OUT=.reliability.jsonl $(BIN)/pytest test/integration/faults
+	$(BIN)/python -m internal.tools.reliability .reliability.jsonl > docs/reliability.md
 
 lint: $(STAMP)
 	$(BIN)/ruff check megamon internal test

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +12,7 @@ import pytest
 
 from internal.gcsemu.client import make_storage_client
 from internal.gcsemu.fixtures import unique_bucket_name
-from test.integration.faults.harness import History, Rig, rig, run_scenario
+from test.integration.faults.harness import LAST_COMPARISON, History, Rig, rig, run_scenario
 
 
 @pytest.fixture
@@ -34,3 +36,34 @@ def clean_history(tmp_path_factory: pytest.TempPathFactory, gcs_emulator: Any) -
 
 
 Scenario = Callable[..., History]
+
+RELIABILITY_OUT_ENV = "MEGAMON_RELIABILITY_OUT"
+_OUTCOMES: list[dict[str, Any]] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Collect each case's comparison for docs/reliability.md."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not LAST_COMPARISON:
+        return
+    doc = (getattr(item, "function", None).__doc__ or "").strip()  # type: ignore[union-attr]
+    found = LAST_COMPARISON.pop()
+    _OUTCOMES.append(
+        {
+            "case": item.name,
+            "doc": " ".join(doc.split()),
+            "passed": report.passed,
+            "transitions": found.transitions,
+            "lost": found.lost,
+            "duplicated": found.duplicated,
+            "max_offset_s": round(found.max_offset_s, 2),
+        }
+    )
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    path = os.environ.get(RELIABILITY_OUT_ENV)
+    if path and _OUTCOMES:
+        Path(path).write_text("\n".join(json.dumps(o) for o in _OUTCOMES) + "\n")

@@ -175,8 +175,36 @@ def rig(workdir: Path, bucket: str, storage: Any, emulator_endpoint: str) -> Ite
             api.close()
 
 
+@dataclass
+class Comparison:
+    """How a history with faults differs from the clean one."""
+
+    transitions: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    max_offset_s: float = 0.0
+
+
+LAST_COMPARISON: list[Comparison] = []
+"""The comparison of the running test, read by the suite's report (conftest.py)."""
+
+
+def compare(clean: History, faulty: History) -> Comparison:
+    result = Comparison()
+    for kind, keys in clean.items():
+        for key, events in keys.items():
+            got = faulty.get(kind, {}).get(key, [])
+            result.transitions += len(events)
+            result.lost += max(0, len(events) - len(got))
+            result.duplicated += max(0, len(got) - len(events))
+            for (t_clean, *_), (t_got, *_) in zip(events, got, strict=False):
+                result.max_offset_s = max(result.max_offset_s, abs(t_got - t_clean) / S)
+    return result
+
+
 def assert_same_history(clean: History, faulty: History, tolerance_s: float) -> None:
     """The same transitions, none lost or duplicated, each within ``tolerance_s`` of clean."""
+    LAST_COMPARISON[:] = [compare(clean, faulty)]
     assert faulty.keys() == clean.keys()
     for kind, keys in clean.items():
         assert faulty[kind].keys() == keys.keys(), (

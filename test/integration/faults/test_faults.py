@@ -47,6 +47,10 @@ def test_the_clean_scenario_records_what_happened(clean_history: History) -> Non
 
 @pytest.mark.parametrize("status", [503, 429])
 def test_gcs_error_bursts(fresh_rig: Rig, clean_history: History, status: int) -> None:
+    """GCS answers bursts of 8 errors (503, 429) three times during the scenario. The library
+    retries with backoff; what still fails waits in memory and the persist loop writes it a
+    second later, with its original timestamps.
+    """
     faults = [
         (at, f"{status} burst", lambda r, s=status: r.proxy.fail_next(8, s))
         for at in (2.2, 5.2, 10.2)
@@ -55,6 +59,9 @@ def test_gcs_error_bursts(fresh_rig: Rig, clean_history: History, status: int) -
 
 
 def test_gcs_stalls(fresh_rig: Rig, clean_history: History) -> None:
+    """GCS holds two writes for the stall time. The per-call timeout cuts them, the retry or the
+    next persist round writes the history; observation never waits for the store.
+    """
     faults = [(4.8, "stall the next writes", lambda r: r.proxy.stall_next(2, STALL_S))]
     assert_same_history(clean_history, run_scenario(fresh_rig, faults), TOLERANCE_S)
 
@@ -62,6 +69,9 @@ def test_gcs_stalls(fresh_rig: Rig, clean_history: History) -> None:
 def test_gcs_connection_reset_in_the_middle_of_an_upload(
     fresh_rig: Rig, clean_history: History
 ) -> None:
+    """The connection is reset half-way through an upload, three times. GCS keeps no partial
+    object; the write is retried with its generation precondition, so it lands once.
+    """
     faults = [
         (at, "reset an upload", lambda r: r.proxy.reset_next_upload(1)) for at in (2.1, 5.1, 10.1)
     ]
@@ -69,6 +79,10 @@ def test_gcs_connection_reset_in_the_middle_of_an_upload(
 
 
 def test_gcs_object_deleted_underneath(fresh_rig: Rig, clean_history: History) -> None:
+    """node-pools.json is deleted while megamon runs. megamon recreates it from the history it
+    holds, with a warning.
+    """
+
     def delete(r: Rig) -> None:
         r.storage.bucket(r.bucket).blob(f"{PATH}/node-pools.json").delete()
 
@@ -79,6 +93,9 @@ def test_gcs_object_deleted_underneath(fresh_rig: Rig, clean_history: History) -
 def test_gcs_corrupt_object_is_quarantined_never_overwritten_and_nothing_is_lost(
     fresh_rig: Rig, clean_history: History
 ) -> None:
+    """node-pools.json is replaced by garbage. megamon copies it to node-pools.json.corrupt-<time>
+    first, counts it, and writes the file again from the history it holds.
+    """
     garbage = b'{"a": {"upEvents": [{"up": "maybe"'
 
     def corrupt(r: Rig) -> None:
@@ -94,11 +111,17 @@ def test_gcs_corrupt_object_is_quarantined_never_overwritten_and_nothing_is_lost
 def test_two_writers_without_leader_election_race_and_lose_nothing(
     fresh_rig: Rig, clean_history: History
 ) -> None:
+    """Two replicas without leader election write the same history. Compare-and-swap makes the
+    loser re-read; the merge keeps each transition once.
+    """
     history = run_scenario(fresh_rig, [], replicas=2)
     assert_same_history(clean_history, history, TOLERANCE_S)
 
 
 def test_two_replicas_with_leader_election(fresh_rig: Rig, clean_history: History) -> None:
+    """Two replicas with leader election: only the leader observes and writes; the standby
+    publishes build info and leader 0.
+    """
     history = run_scenario(fresh_rig, [], replicas=2, EnableLeaderElection=True)
     assert_same_history(clean_history, history, TOLERANCE_S + 2 * CYCLE_S)
 
@@ -109,6 +132,10 @@ def test_two_replicas_with_leader_election(fresh_rig: Rig, clean_history: Histor
 def test_gke_403_keeps_readiness_and_shows_stale_data(
     fresh_rig: Rig, clean_history: History
 ) -> None:
+    """GKE answers 403 for six seconds. megamon logs one line per failed poll, keeps the last node
+    pool list (node readiness still flows from the Kubernetes API), and the freshness gauge
+    shows the growing age of the GKE data.
+    """
     seen: dict[str, float | None] = {}
 
     def forbid(r: Rig) -> None:
@@ -133,6 +160,9 @@ def test_gke_403_keeps_readiness_and_shows_stale_data(
 
 
 def test_gke_500s_and_timeouts(fresh_rig: Rig, clean_history: History) -> None:
+    """GKE answers 500s, then answers slowly. The client retries the 500s; the slow polls delay
+    only the polling loop.
+    """
     faults = [
         (3.0, "GKE 500s", lambda r: r.gke.inject_fault(status=500, count=5)),
         (6.0, "GKE slow", lambda r: r.gke.inject_fault(latency_seconds=3.0, count=2)),
@@ -144,6 +174,9 @@ def test_gke_500s_and_timeouts(fresh_rig: Rig, clean_history: History) -> None:
 
 
 def test_kubernetes_dropped_watches_and_410_gone(fresh_rig: Rig, clean_history: History) -> None:
+    """Every watch is dropped, then the history is compacted so the reconnect gets 410 Gone. The
+    watch caches reconnect with backoff and list again.
+    """
     faults = [
         (4.5, "drop every watch", lambda r: r.kube.drop_watches(abrupt=True)),
         (7.5, "compact: 410 Gone", lambda r: r.kube.compact(drop_watches=True)),
@@ -154,6 +187,9 @@ def test_kubernetes_dropped_watches_and_410_gone(fresh_rig: Rig, clean_history: 
 def test_kubernetes_api_server_restarted_with_the_same_state(
     fresh_rig: Rig, clean_history: History
 ) -> None:
+    """The Kubernetes API server restarts with the same state. The watch caches reconnect and
+    resume from their resourceVersion.
+    """
     faults = [(4.5, "restart the API server", lambda r: r.kube.restart())]
     assert_same_history(clean_history, run_scenario(fresh_rig, faults), TOLERANCE_S)
 
@@ -164,8 +200,9 @@ def test_kubernetes_api_server_restarted_with_the_same_state(
 def test_megamon_killed_in_the_middle_of_a_write_then_restarted(
     fresh_rig: Rig, clean_history: History
 ) -> None:
-    """A transition held only in memory when megamon dies is seen again by the restarted
-    megamon: nothing is lost, but it is stamped when it is seen again."""
+    """megamon is killed with SIGKILL while a write is held by a stall, then restarted. The
+    restarted megamon reads the history and observes the current state: nothing is lost, but
+    a transition held only in memory when megamon died is stamped when it is seen again."""
     restarted: dict[str, float] = {}
 
     def kill_mid_write(r: Rig) -> None:
