@@ -19,8 +19,11 @@ from megamon.kube.projections import NodeView
 from megamon.telemetry import Instruments
 
 SIMULATED_MACHINE_TYPE = "tpu7x-standard-4t"
-DEFAULT_TIMEOUT = 30.0
-DEFAULT_DEADLINE = 60.0
+DEFAULT_TIMEOUT = 15.0
+DEFAULT_DEADLINE = 15.0
+"""Short: the polling loop asks again every interval, and a long retry inside one call would
+only delay seeing the next change of a node pool."""
+MAX_BACKOFF = 2.0
 
 _RETRYABLE = api_retry.if_exception_type(
     api_exceptions.ServiceUnavailable,
@@ -72,14 +75,14 @@ class GkeNodePoolLister:
         instruments: Instruments | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         deadline: float = DEFAULT_DEADLINE,
-        initial_backoff: float = 1.0,
+        initial_backoff: float = 0.25,
     ) -> None:
         self._ref = cluster_ref
         self._client = client
         self._latency = (instruments or Instruments.unregistered()).gke_latency
         self._timeout = timeout
         self._retry = api_retry.Retry(
-            predicate=_RETRYABLE, initial=initial_backoff, maximum=10.0, timeout=deadline
+            predicate=_RETRYABLE, initial=initial_backoff, maximum=MAX_BACKOFF, timeout=deadline
         )
 
     def list_node_pools(self) -> list[NodePoolView]:
