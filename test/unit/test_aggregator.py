@@ -210,3 +210,11 @@ def test_a_standby_does_nothing() -> None:
     aggregator.stop()
     assert not aggregator.ready()
     assert store.read(Kind.NODEPOOL).version is None
+
+
+def test_a_loop_that_stops_making_progress_fails_health() -> None:
+    aggregator, _ = make()
+    aggregator._progress = {"aggregate": time.monotonic()}
+    assert aggregator.healthy()
+    aggregator._progress = {"aggregate": time.monotonic() - 3600}
+    assert not aggregator.healthy()
