@@ -1,7 +1,7 @@
 """Write docs/reliability.md from the fault suite's own output.
 
-    MEGAMON_RELIABILITY_OUT=.reliability.jsonl .venv/bin/pytest test/integration/faults
-    .venv/bin/python -m internal.tools.reliability .reliability.jsonl > docs/reliability.md
+MEGAMON_RELIABILITY_OUT=.reliability.jsonl .venv/bin/pytest test/integration/faults
+.venv/bin/python -m internal.tools.reliability .reliability.jsonl > docs/reliability.md
 """
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ This table is written from the suite's own output (`internal/tools/reliability.p
 """
 
 
+TAIL = (Path(__file__).parent / "reliability_tail.md").read_text()
+"""The hand-written part: bad input and security, with where each is tested."""
+
+
 def main() -> int:
     rows = [json.loads(line) for line in Path(sys.argv[1]).read_text().splitlines() if line]
     out = [HEAD]
@@ -38,6 +42,7 @@ def main() -> int:
             f"| {fault}{status} | {row['doc']} | {row['transitions']} | {row['lost']} | "
             f"{row['duplicated']} | {row['max_offset_s']:.2f} s |\n"
         )
+    out.append(TAIL)
     sys.stdout.write("".join(out))
     return 0
 
