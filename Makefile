@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test unit chaos reliability lint typecheck bench clean
+.PHONY: demo test unit chaos reliability lint typecheck bench bench-fleet clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ typecheck: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m internal.bench.summarize
 	$(BIN)/python -m internal.bench.eventstore
+
+## bench-fleet: megamon against 4k/16k/65k simulated TPU nodes; rewrites docs/performance.md (several minutes, ~8 GB free at L).
+bench-fleet: $(STAMP)
+	$(BIN)/python -m internal.bench.fleet --size all --reference --write-docs
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .pytest_cache .ruff_cache .demo

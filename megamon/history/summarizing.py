@@ -67,47 +67,85 @@ def _closed_periods(ts: tuple[int, ...], flags: bytes, starts: list[int], t: _To
                 t.interruptions += 1
 
 
-def _open_period(ts: tuple[int, ...], flags: bytes, begin: int, now: int, t: _Totals) -> None:
-    """The period still running: its time so far goes to up or down time only."""
-    length = max(0, ts[-1] - ts[begin]) + max(0, now - ts[-1])
-    if flags[begin] & FLAG_UP:
-        t.up_time += length
-    else:
-        t.down_time += length
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What a record's summary owes to its events alone; ``at(now)`` adds the running time.
 
+    Only the open period after the last event (and the duration of a provisioning still
+    going on) grows with ``now``; everything else is settled once the record is. A record is
+    immutable, so its ``Settled`` can be kept for as long as the record is: a report of
+    65,000 resources then re-reads only the histories that changed.
+    """
 
-def _never_up(ts: tuple[int, ...], flags: bytes, now: int) -> Summary:
-    """A resource that has not come up yet: still provisioning, or failed to."""
-    down_time = max(0, ts[-1] - ts[0]) + max(0, now - ts[-1])
-    if flags[-1] & FLAG_FAILED:
-        frozen = max(0, ts[-1] - ts[0])
+    base: Summary
+    """The summary without the open period's time."""
+    open_up: bool = False
+    """Whether the open period is up (its time goes to ``up_time``) or down."""
+    open_before_last: int = 0
+    """Time of the open period up to the last event (consecutive events of one state)."""
+    last: int | None = None
+    """The last event's timestamp; ``None``: nothing grows (no valid history)."""
+    provisioning_since: int | None = None
+    """The first event's timestamp while the resource is still provisioning."""
+
+    def at(self, now: int) -> Summary:
+        """The summary at ``now``."""
+        if self.last is None:
+            return self.base
+        running = self.open_before_last + max(0, now - self.last)
+        base = self.base
         return Summary(
-            down_time=down_time,
-            down_time_initial=frozen,
-            provisioning_duration=frozen,
+            down_time_initial=base.down_time_initial,
+            interruption_count=base.interruption_count,
+            recovery_count=base.recovery_count,
+            down_time=base.down_time + (0 if self.open_up else running),
+            up_time=base.up_time + (running if self.open_up else 0),
+            total_down_time_between_recovery=base.total_down_time_between_recovery,
+            total_up_time_between_interruption=base.total_up_time_between_interruption,
+            latest_down_time_between_recovery=base.latest_down_time_between_recovery,
+            latest_up_time_between_interruption=base.latest_up_time_between_interruption,
+            mean_down_time_between_recovery=base.mean_down_time_between_recovery,
+            mean_up_time_between_interruption=base.mean_up_time_between_interruption,
+            provisioning_duration=(
+                base.provisioning_duration
+                if self.provisioning_since is None
+                else max(0, now - self.provisioning_since)
+            ),
+            provisioning_state=base.provisioning_state,
+        )
+
+
+_NOTHING_SETTLED = Settled(EMPTY_SUMMARY)
+
+
+def _never_up(ts: tuple[int, ...], flags: bytes) -> Settled:
+    """A resource that has not come up yet: still provisioning, or failed to."""
+    so_far = max(0, ts[-1] - ts[0])
+    if flags[-1] & FLAG_FAILED:
+        base = Summary(
+            down_time_initial=so_far,
+            provisioning_duration=so_far,
             provisioning_state=ProvisioningState.FAILED,
         )
-    return Summary(
-        down_time=down_time,
-        provisioning_duration=max(0, now - ts[0]),
-        provisioning_state=ProvisioningState.PROVISIONING,
-    )
+        return Settled(base, open_before_last=so_far, last=ts[-1])
+    base = Summary(provisioning_state=ProvisioningState.PROVISIONING)
+    return Settled(base, open_before_last=so_far, last=ts[-1], provisioning_since=ts[0])
 
 
-def summarize(record: EventRecord, now: int) -> Summary:
-    """The summary of ``record`` at ``now``; all zero for an empty or invalid history."""
+def settle(record: EventRecord) -> Settled:
+    """Everything of ``record``'s summary that does not depend on ``now``."""
     ts, flags = record.timestamps, record.flags
     if not ts or flags[0] & FLAG_UP:
-        return EMPTY_SUMMARY
+        return _NOTHING_SETTLED
     starts = _period_starts(flags)
     if len(starts) == 1:
-        return _never_up(ts, flags, now)
+        return _never_up(ts, flags)
 
     provisioned = max(0, ts[starts[1]] - ts[0])
     t = _Totals(down_time=provisioned)
     _closed_periods(ts, flags, starts, t)
-    _open_period(ts, flags, starts[-1], now, t)
-    return Summary(
+    open_begin = starts[-1]
+    base = Summary(
         down_time_initial=provisioned,
         interruption_count=t.interruptions,
         recovery_count=t.recoveries,
@@ -122,6 +160,17 @@ def summarize(record: EventRecord, now: int) -> Summary:
         provisioning_duration=provisioned,
         provisioning_state=ProvisioningState.SUCCESS,
     )
+    return Settled(
+        base,
+        open_up=bool(flags[open_begin] & FLAG_UP),
+        open_before_last=max(0, ts[-1] - ts[open_begin]),
+        last=ts[-1],
+    )
+
+
+def summarize(record: EventRecord, now: int) -> Summary:
+    """The summary of ``record`` at ``now``; all zero for an empty or invalid history."""
+    return settle(record).at(now)
 
 
 def summarize_all(records: Mapping[str, EventRecord], now: int) -> dict[str, Summary]:

@@ -1,17 +1,22 @@
 """The watch cache: the latest projection of every object of one resource type.
 
 It keeps only projections (``megamon.kube.projections``), never whole objects, and hands out
-read-only snapshots that are rebuilt only when something changed. Every change wakes the
-``on_change`` callback, so an observer can react instead of polling. An object that cannot be
-projected is left out; ``on_problem`` hears of it once.
+read-only snapshots that are rebuilt only when something changed. A list is projected page by
+page as it arrives, so the raw objects of a 65,000-node list are never all in memory at once.
+An update whose projection is what the cache already holds (a node's heartbeat, a status
+field megamon does not read) changes nothing: no new snapshot, no wake-up — at fleet scale
+almost every watch event is one. Every real change wakes the ``on_change`` callback, so an
+observer can react instead of polling. An object that cannot be projected is left out;
+``on_problem`` hears of it once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
@@ -81,12 +86,15 @@ class WatchCache(Generic[V]):
 
     # Sink -------------------------------------------------------------------------------
 
-    def replace(self, objects: list[Json], resource_version: str) -> None:
+    def replace(self, objects: Iterable[Json]) -> None:
+        with self._lock:
+            previous = self._items
         items: dict[str, V] = {}
         for obj in objects:
             key, view = self._projected(obj)
             if view is not None:
-                items[key] = view
+                old = previous.get(key)
+                items[key] = old if old is not None and old == view else view
         with self._lock:
             self._items = items
             self._version += 1
@@ -95,16 +103,23 @@ class WatchCache(Generic[V]):
         self._on_change()
 
     def apply(self, event_type: str, obj: Json) -> None:
-        key, view = (object_key(obj), None) if event_type == EVENT_DELETED else self._projected(obj)
+        if event_type == EVENT_DELETED:
+            key, view = object_key(obj), None
+        else:
+            key, view = self._projected(obj)
         with self._lock:
-            if view is None:
-                if self._items.pop(key, None) is None:
-                    return
+            if view is None:  # deleted, or no longer projectable
+                changed = self._items.pop(key, None) is not None
+            elif self._items.get(key) == view:
+                changed = False  # nothing megamon reads has changed
             else:
                 self._items[key] = view
-            self._version += 1
+                changed = True
+            if changed:
+                self._version += 1
         self.touch()
-        self._on_change()
+        if changed:
+            self._on_change()
 
     def touch(self) -> None:
         self.last_contact_ns = self._clock()
@@ -138,6 +153,9 @@ class WatchCache(Generic[V]):
         self._stop.set()
         response = self._response
         if response is not None:
-            response.shutdown()  # wake the watch thread out of its blocking read
+            # Wake the watch thread out of its blocking read. A stream that already ended
+            # (or never got its socket) refuses, and then there is nothing to wake.
+            with contextlib.suppress(ValueError, OSError):
+                response.shutdown()
         if self._thread is not None:
             self._thread.join(timeout)

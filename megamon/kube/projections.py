@@ -1,14 +1,17 @@
 """Small projections of Kubernetes objects: only what DESIGN §3 needs, never whole objects.
 
 A TPU node object is ~9 KB of JSON; its projection is a slotted tuple of a few strings, so a
-65,000-node cluster fits in tens of MB. Projections are built from raw JSON (dicts from
-orjson), never from the client's model classes. Objects missing what a projection needs raise
-``ObservationError`` naming the object; the cache skips and counts them.
+65,000-node cluster fits in tens of MB. The strings nodes share (pool, topology, accelerator,
+JobSet, status) are interned: one copy per value, not one per node. Projections are built
+from raw JSON (dicts from orjson), never from the client's model classes. Objects missing
+what a projection needs raise ``ObservationError`` naming the object; the cache skips and
+counts them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from sys import intern
 from typing import Any
 
 from megamon.errors import ObservationError
@@ -47,6 +50,12 @@ def _condition(obj: Json, kind: str) -> Json | None:
     return None
 
 
+def _shared(found: dict[str, Any], key: str) -> str:
+    """A label value many objects share, interned; ``""`` when absent."""
+    value = found.get(key)
+    return intern(value) if isinstance(value, str) else ""
+
+
 def _int(value: Any, default: int, what: str) -> int:
     if value is None:
         return default
@@ -81,14 +90,14 @@ def node_view(obj: Json) -> NodeView:
             raise ObservationError(f"node {name}: Ready lastTransitionTime: {err}") from None
     return NodeView(
         name=name,
-        nodepool=lab.get(labels.NODEPOOL, ""),
-        topology=lab.get(labels.TPU_TOPOLOGY, ""),
-        accelerator=lab.get(labels.TPU_ACCELERATOR, ""),
-        accelerator_count=lab.get(labels.ACCELERATOR_COUNT, ""),
+        nodepool=_shared(lab, labels.NODEPOOL),
+        topology=_shared(lab, labels.TPU_TOPOLOGY),
+        accelerator=_shared(lab, labels.TPU_ACCELERATOR),
+        accelerator_count=_shared(lab, labels.ACCELERATOR_COUNT),
         spot=lab.get(labels.SPOT) == "true",
-        jobset_namespace=lab.get(labels.PROVISIONER_JOBSET_NAMESPACE, ""),
-        jobset_name=lab.get(labels.PROVISIONER_JOBSET_NAME, ""),
-        ready_status=str(ready.get("status")) if ready is not None else None,
+        jobset_namespace=_shared(lab, labels.PROVISIONER_JOBSET_NAMESPACE),
+        jobset_name=_shared(lab, labels.PROVISIONER_JOBSET_NAME),
+        ready_status=intern(str(ready.get("status"))) if ready is not None else None,
         ready_since_ns=since,
     )
 

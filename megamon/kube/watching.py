@@ -7,16 +7,22 @@
 
 Objects are read as raw JSON with orjson (the client is called with
 ``_preload_content=False``), never as the client's model classes: a 65,000-node list would
-otherwise cost gigabytes. What happens to the events is the ``Sink``'s business.
+otherwise cost gigabytes. A list reaches the ``Sink`` page by page, as it is read, so that
+only one page of raw objects (~500 nodes) is ever held, and the cyclic garbage collector is
+paused while a page is parsed and taken in: a page is ~150,000 acyclic containers, freed by
+reference counting as soon as the next one is read, which the collector would otherwise
+promote and re-scan over and over. What happens to the objects is the ``Sink``'s business.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -46,7 +52,11 @@ class Expired(Exception):
 class Sink(Protocol):
     """Where listed and watched objects go."""
 
-    def replace(self, objects: list[Json], resource_version: str) -> None: ...
+    def replace(self, objects: Iterable[Json]) -> None:
+        """Every object of a fresh list, arriving page by page while it is iterated; keep
+        what is needed of each one as it comes, and take the new set only once iteration
+        has finished (a list that fails half-way raises from the iteration)."""
+        ...
 
     def apply(self, event_type: str, obj: Json) -> None: ...
 
@@ -71,37 +81,82 @@ class WatchSettings:
     backoff_max: float = 30.0
 
 
-def _read_json(response: Any) -> Json:
+def _read_body(response: Any) -> bytes:
     try:
-        data = response.data
+        data: bytes = response.data
     finally:
         response.release_conn()
+    return data
+
+
+def _parse_list(data: bytes) -> Json:
     document = orjson.loads(data)
     if not isinstance(document, dict):
         raise ValueError("the API server answered a list with something other than an object")  # noqa: TRY004
     return document
 
 
-def list_all(lister: RawLister, settings: WatchSettings) -> tuple[list[Json], str]:
-    """Every object, page by page, and the resourceVersion of the list."""
-    objects: list[Json] = []
-    token: str | None = None
-    while True:
-        kwargs: dict[str, Any] = {"limit": settings.page_size}
+_pause_lock = threading.Lock()
+_pauses = 0
+_collector_was_enabled = False
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No automatic cyclic garbage collection meanwhile (in any thread); nests across threads."""
+    global _pauses, _collector_was_enabled  # noqa: PLW0603 - the collector is process-wide
+    with _pause_lock:
+        if _pauses == 0:
+            _collector_was_enabled = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0 and _collector_was_enabled:
+                gc.enable()
+
+
+class Listing:
+    """Every object of a paginated list, read one page at a time as it is iterated.
+
+    ``resource_version`` is the list's once it has been read to the end. Iterate it once.
+    """
+
+    def __init__(self, lister: RawLister, settings: WatchSettings) -> None:
+        self._lister = lister
+        self._settings = settings
+        self.resource_version = ""
+
+    def _fetch(self, token: str | None) -> bytes:
+        kwargs: dict[str, Any] = {"limit": self._settings.page_size}
         if token:
             kwargs["_continue"] = token
-        response = lister(
+        response = self._lister(
             _preload_content=False,
-            _request_timeout=(settings.connect_timeout, settings.inactivity_timeout),
+            _request_timeout=(self._settings.connect_timeout, self._settings.inactivity_timeout),
             **kwargs,
         )
-        page = _read_json(response)
-        items = page.get("items") or []
-        objects.extend(item for item in items if isinstance(item, dict))
-        meta = page.get("metadata") or {}
-        token = meta.get("continue") or None
-        if token is None:
-            return objects, str(meta.get("resourceVersion", ""))
+        return _read_body(response)
+
+    def __iter__(self) -> Iterator[Json]:
+        token: str | None = None
+        while True:
+            data = self._fetch(token)
+            with _collector_paused():  # while the page is parsed and the sink takes it in
+                page = _parse_list(data)
+                del data
+                meta = page.get("metadata") or {}
+                self.resource_version = str(meta.get("resourceVersion", ""))
+                token = meta.get("continue") or None
+                for item in page.get("items") or []:
+                    if isinstance(item, dict):
+                        yield item
+                del page, meta
+            if token is None:
+                return
 
 
 def stream_events(response: Any) -> Iterator[Json]:
@@ -130,8 +185,9 @@ def list_then_watch(
     lister: RawLister, sink: Sink, settings: WatchSettings, stop: threading.Event
 ) -> None:
     """List, then watch until stopped; raises ``Expired`` when the watch must start over."""
-    objects, version = list_all(lister, settings)
-    sink.replace(objects, version)
+    listing = Listing(lister, settings)
+    sink.replace(listing)
+    version = listing.resource_version
     while not stop.is_set():
         response = lister(
             _preload_content=False,

@@ -37,9 +37,10 @@ from typing import Any, Self
 from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import choose_encoder, gzip_accepted
+from prometheus_client.exposition import gzip_accepted
 
 from megamon.metrics.auth import Guard, Outcome, bearer_token
+from megamon.metrics.exposition import choose_encoder
 
 log = logging.getLogger("megamon.metrics.http")
 
@@ -51,7 +52,9 @@ _REQUEST_TIMEOUT_SECONDS = 30.0
 """A stalled client cannot hold a request thread (and so ``stop()``) longer than this."""
 _POLL_SECONDS = 0.1
 """How often the serving loop checks for ``stop()``: the longest ``stop()`` waits for it."""
-_GZIP_LEVEL = 6
+_GZIP_LEVEL = 1
+"""At 65,000 nodes level 6 costs more than the render itself (0.22 s for 38 MB); level 1 takes
+0.10 s for a body a tenth the size."""
 _TEXT = "text/plain; charset=utf-8"
 Check = Callable[[], bool]
 """A probe: true when healthy/ready. One that raises counts as failed."""

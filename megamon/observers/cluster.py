@@ -74,6 +74,6 @@ def observe_pools(
 def observe_scheduling(
     snapshot: ClusterSnapshot, pools: Iterable[NodePoolView]
 ) -> dict[str, ScheduledJob]:
-    nodes_by_name = {node.name: node for node in snapshot.nodes.values()}
     live = {pool.name for pool in pools}
-    return scheduling_map(snapshot.leader_pods.values(), nodes_by_name, live)
+    # Nodes are cluster-scoped: the cache keys them by name already.
+    return scheduling_map(snapshot.leader_pods.values(), snapshot.nodes, live)

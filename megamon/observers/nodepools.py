@@ -7,13 +7,14 @@ Expected nodes come from the pool's topology and machine type (16x16 on ct5lp-hi
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable
+from functools import partial
 
 from megamon.errors import ObservationError
 from megamon.gke.views import EXPECTED_DOWN_STATUSES, FAILED_STATUSES, NodePoolView
 from megamon.kube.projections import NodeView
-from megamon.observers.common import Observed, Problem, Settings
+from megamon.observers.common import Observed, Problem, Reuse, Settings
 from megamon.records.kinds import Kind
 from megamon.records.observations import Attrs, Observation
 from megamon.rules import tpu
@@ -21,10 +22,16 @@ from megamon.rules.readiness import Readiness, node_readiness
 
 
 def _count(nodes: list[NodeView], now: int, settings: Settings) -> tuple[int, int]:
-    states = Counter(
-        node_readiness(n.ready_status, n.ready_since_ns, now, settings.grace_ns) for n in nodes
-    )
-    return states[Readiness.READY], states[Readiness.UNKNOWN]
+    """(ready, unknown) nodes: a plain loop, as it runs over every node of the fleet."""
+    ready = unknown = 0
+    grace = settings.grace_ns
+    for node in nodes:
+        state = node_readiness(node.ready_status, node.ready_since_ns, now, grace)
+        if state is Readiness.READY:
+            ready += 1
+        elif state is Readiness.UNKNOWN:
+            unknown += 1
+    return ready, unknown
 
 
 def _size(pool: NodePoolView, nodes: list[NodeView]) -> tuple[str, int]:
@@ -56,6 +63,36 @@ def _is_tpu_pool(pool: NodePoolView, nodes: list[NodeView]) -> bool:
     return True
 
 
+_REUSE: Reuse[str, Observation] = Reuse()
+
+
+def _observation(  # noqa: PLR0917 - called with the reuse key spread out
+    pool: NodePoolView,
+    topology: str,
+    expected: int,
+    ready: int,
+    unknown: int,
+    accelerator: str,
+    settings: Settings,
+) -> Observation:
+    return Observation.build(
+        expected=expected,
+        ready=ready,
+        unknown=unknown,
+        threshold=settings.threshold,
+        status=pool.status,
+        expected_down=pool.status in EXPECTED_DOWN_STATUSES,
+        failed=pool.status in FAILED_STATUSES,
+        attrs=Attrs(
+            nodepool_name=pool.name,
+            tpu_topology=topology,
+            tpu_accelerator=accelerator,
+            tpu_chip_count=tpu.topology_chips(topology),
+            spot=pool.spot,
+        ),
+    )
+
+
 def observe_nodepools(
     pools: Iterable[NodePoolView], nodes: Iterable[NodeView], now: int, settings: Settings
 ) -> Observed:
@@ -65,33 +102,21 @@ def observe_nodepools(
         if node.topology:
             by_pool[node.nodepool].append(node)
     result = Observed()
-    for pool in pools:
-        members = by_pool.pop(pool.name, [])
-        if not _is_tpu_pool(pool, members):
-            continue
-        try:
-            topology, expected = _size(pool, members)
-        except ObservationError as err:
-            result.problems.append(Problem(Kind.NODEPOOL, pool.name, str(err)))
-            continue
-        ready, unknown = _count(members, now, settings)
-        accelerator = pool.accelerator or next((n.accelerator for n in members), "")
-        result.observations[pool.name] = Observation.build(
-            expected=expected,
-            ready=ready,
-            unknown=unknown,
-            threshold=settings.threshold,
-            status=pool.status,
-            expected_down=pool.status in EXPECTED_DOWN_STATUSES,
-            failed=pool.status in FAILED_STATUSES,
-            attrs=Attrs(
-                nodepool_name=pool.name,
-                tpu_topology=topology,
-                tpu_accelerator=accelerator,
-                tpu_chip_count=tpu.topology_chips(topology),
-                spot=pool.spot,
-            ),
-        )
+    with _REUSE.call() as reuse:
+        for pool in pools:
+            members = by_pool.pop(pool.name, [])
+            if not _is_tpu_pool(pool, members):
+                continue
+            try:
+                topology, expected = _size(pool, members)
+            except ObservationError as err:
+                result.problems.append(Problem(Kind.NODEPOOL, pool.name, str(err)))
+                continue
+            ready, unknown = _count(members, now, settings)
+            accelerator = pool.accelerator or next((n.accelerator for n in members), "")
+            inputs = (pool, topology, expected, ready, unknown, accelerator, settings)
+            built = reuse(pool.name, inputs, partial(_observation, *inputs))
+            result.observations[pool.name] = built
     for name, orphans in sorted(by_pool.items()):
         result.problems.append(
             Problem(

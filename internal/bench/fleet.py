@@ -1,0 +1,351 @@
+"""Benchmark: megamon against a whole fleet — 4,000, 16,000 and 65,000 realistic TPU nodes.
+
+``python -m internal.bench.fleet --size S|M|L|all`` starts the emulators in a process of
+their own (``fleet_server``: the Kubernetes API with N ~9 KB GKE TPU nodes, J JobSets and
+their leader pods; GKE with P node pools), then measures, each in a fresh child process
+(``fleet_probes``):
+
+(a) megamon's watch caches (``KubeCluster``) until every cache has listed: time, peak RSS;
+(b) the same nodes listed the straightforward way, ``CoreV1Api.list_node()`` into model
+    objects: time, peak RSS (given up after ``--list-timeout`` seconds, and reported so);
+(c) steady aggregation cycles with a different 1% of the nodes not Ready each cycle: CPU
+    time of ``aggregate_once()`` (observe, event log, summarize) plus the ``/metrics`` render;
+(d) the ``/metrics`` render: CPU time and size;
+(e) bytes the event store writes per cycle;
+
+and prints a table with the ratios (a)/(b). ``--write-docs`` puts the table and the machine
+into ``docs/performance.md`` (between its results markers).
+
+Sizes: S = 4,000 nodes / 250 pools / 300 JobSets, M = 16,000 / 1,000 / 1,200,
+L = 65,000 / 4,000 / 5,000.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from internal.bench import fleet_objects
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs" / "performance.md"
+RESULTS_BEGIN = "<!-- fleet benchmark results: begin -->"
+RESULTS_END = "<!-- fleet benchmark results: end -->"
+RECOMMENDED_GC = ["--gc-freeze", "--gc-threshold", "700,10,100"]
+"""``gc.freeze()`` once the caches are synced and ``gc.set_threshold(700, 10, 100)``: what
+``docs/performance.md`` recommends the service does."""
+LIST_MEMORY_LIMIT = 16 * 1024**3
+"""Address-space cap of the ``list_node()`` child, so that the baseline cannot take the
+machine (the emulator needs its own ~1.5 GB beside it)."""
+
+
+class ProbeFailed(Exception):
+    """A probe process did not report figures."""
+
+
+@dataclass
+class SizeResult:
+    size: fleet_objects.Size
+    server: dict[str, Any]
+    sync: dict[str, Any] = field(default_factory=dict)
+    listing: dict[str, Any] = field(default_factory=dict)
+    cycles: dict[str, Any] = field(default_factory=dict)
+    tuned: dict[str, Any] = field(default_factory=dict)
+    """The cycles again, with ``RECOMMENDED_GC`` applied after the sync."""
+
+
+@contextmanager
+def emulators(size: fleet_objects.Size) -> Iterator[dict[str, Any]]:
+    """The emulator process serving ``size``; it stops when its standard input closes."""
+    with tempfile.TemporaryDirectory(prefix="megamon-fleet-") as directory:
+        command = [sys.executable, "-m", "internal.bench.fleet_server"]
+        process = subprocess.Popen(
+            [*command, "--size", size.name, "--dir", directory],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            if not line:
+                raise ProbeFailed(f"the emulator process exited with {process.wait()}")
+            yield json.loads(line)
+        finally:
+            if process.stdin is not None:
+                process.stdin.close()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (LIST_MEMORY_LIMIT, LIST_MEMORY_LIMIT))
+
+
+def probe(
+    name: str, arguments: Sequence[str], *, timeout: float, limit_memory: bool = False
+) -> dict[str, Any]:
+    """Run probe ``name`` in a fresh process; its figures, or why there are none."""
+    command = [sys.executable, "-m", "internal.bench.fleet_probes", name, *arguments]
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=ROOT,
+            preexec_fn=_limit_memory if limit_memory else None,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return {"gave_up": f"no answer within {timeout:.0f} s"}
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        if "MemoryError" in done.stderr:
+            tail = f"MemoryError at the {LIST_MEMORY_LIMIT // 1024**3} GB address-space cap"
+        return {"gave_up": f"exit {done.returncode}: {tail}"}
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def run_size(size: fleet_objects.Size, args: argparse.Namespace) -> SizeResult:
+    print(f"[{size.name}] starting the emulators with {size.nodes:,} nodes ...", flush=True)
+    with emulators(size) as server:
+        result = SizeResult(size, server)
+        common = ["--kubeconfig", server["kubeconfig"], "--timeout", str(args.timeout)]
+        print(f"[{size.name}] (a) megamon watch caches ...", flush=True)
+        result.sync = probe("sync", common, timeout=args.timeout)
+        if args.skip_list:
+            result.listing = {"gave_up": "skipped (--skip-list)"}
+        else:
+            print(f"[{size.name}] (b) CoreV1Api.list_node() ...", flush=True)
+            result.listing = probe("list", common, timeout=args.list_timeout, limit_memory=True)
+        print(f"[{size.name}] (c-e) {args.cycles} steady cycles ...", flush=True)
+        cycle_args = [*common, "--gke", server["gke"], "--cycles", str(args.cycles)]
+        cycle_args += ["--history", str(args.history)]
+        if args.reference:
+            cycle_args.append("--reference")
+        result.cycles = probe("cycles", cycle_args, timeout=args.timeout * 4)
+        if not args.skip_tuned:
+            print(f"[{size.name}] (c-e) again, with the recommended GC settings ...", flush=True)
+            tuned = [*cycle_args, *RECOMMENDED_GC]
+            result.tuned = probe("cycles", tuned, timeout=args.timeout * 4)
+    return result
+
+
+# -- presentation ---------------------------------------------------------------------------
+
+
+def machine() -> str:
+    model = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
+    return (
+        f"{model}, {os.cpu_count()} cores, {memory:.0f} GB RAM, "
+        f"Python {platform.python_version()} ({platform.system()} {platform.release()})"
+    )
+
+
+def _seconds(figures: dict[str, Any], key: str) -> str:
+    if "gave_up" in figures or key not in figures:
+        return "—"
+    return f"{figures[key]:.2f} s"
+
+
+def _mb(figures: dict[str, Any], key: str) -> str:
+    if "gave_up" in figures or key not in figures:
+        return "—"
+    return f"{figures[key]:,.0f} MB"
+
+
+def _ratio(ours: dict[str, Any], theirs: dict[str, Any], key: str) -> str:
+    if "gave_up" in ours or "gave_up" in theirs:
+        return "—"
+    return f"{theirs[key] / ours[key]:.1f}×"
+
+
+def _cpu(figures: dict[str, Any]) -> str:
+    """A cycle's CPU: median, and mean and worst over the steady cycles."""
+    if "gave_up" in figures or not figures:
+        return "—"
+    return (
+        f"{figures['cycle_cpu_s']:.2f} s (mean {figures['cycle_cpu_mean_s']:.2f}, "
+        f"max {figures['cycle_cpu_max_s']:.2f})"
+    )
+
+
+def _size(figures: dict[str, Any]) -> str:
+    if "gave_up" in figures:
+        return "—"
+    return (
+        f"{figures['metrics_bytes'] / 1e6:.1f} MB ({figures['metrics_gzip_bytes'] / 1e6:.1f} MB "
+        f"gzipped), {figures['samples']:,.0f} samples"
+    )
+
+
+def _store(figures: dict[str, Any]) -> str:
+    if "gave_up" in figures:
+        return "—"
+    return f"{figures['store_bytes'] / 1e6:.2f} MB"
+
+
+def table(results: Sequence[SizeResult]) -> str:
+    """The results as a Markdown table, one column per size."""
+    head = "| | " + " | ".join(
+        f"{r.size.name}: {r.size.nodes:,} nodes / {r.size.pools:,} pools / "
+        f"{r.size.jobsets:,} JobSets"
+        for r in results
+    )
+    cells: list[tuple[str, Callable[[SizeResult], str]]] = [
+        ("(a) megamon sync, wall", lambda r: _seconds(r.sync, "wall_s")),
+        ("(a) megamon sync, CPU", lambda r: _seconds(r.sync, "cpu_s")),
+        ("(a) megamon sync, peak RSS", lambda r: _mb(r.sync, "peak_rss_mb")),
+        ("(b) `list_node()` models, wall", lambda r: _seconds(r.listing, "wall_s")),
+        ("(b) `list_node()` models, CPU", lambda r: _seconds(r.listing, "cpu_s")),
+        ("(b) `list_node()` models, peak RSS", lambda r: _mb(r.listing, "peak_rss_mb")),
+        ("(b)/(a) time", lambda r: _ratio(r.sync, r.listing, "wall_s")),
+        ("(b)/(a) memory", lambda r: _ratio(r.sync, r.listing, "peak_rss_mb")),
+        ("(c) steady cycle CPU", lambda r: _cpu(r.cycles)),
+        ("(c) of which aggregate_once()", lambda r: _seconds(r.cycles, "aggregate_cpu_s")),
+        ("(c) of which persist_once()", lambda r: _seconds(r.cycles, "persist_cpu_s")),
+        ("(c) of which /metrics render", lambda r: _seconds(r.cycles, "render_cpu_s")),
+        ("(c) with the recommended GC settings", lambda r: _cpu(r.tuned)),
+        ("(d) /metrics render CPU", lambda r: _seconds(r.cycles, "render_cpu_s")),
+        (
+            "(d) the same with prometheus_client",
+            lambda r: _seconds(r.cycles, "reference_render_cpu_s"),
+        ),
+        ("(d) /metrics size", lambda r: _size(r.cycles)),
+        ("(d) gzip of /metrics (level 6), CPU", lambda r: _seconds(r.cycles, "gzip_cpu_s")),
+        ("(e) event store written / cycle", lambda r: _store(r.cycles)),
+        ("workload pass on a watch change, CPU", lambda r: _seconds(r.cycles, "workloads_cpu_s")),
+        ("GKE poll of the node pools, CPU", lambda r: _seconds(r.cycles, "poll_cpu_s")),
+        ("megamon peak RSS (sync + cycles)", lambda r: _mb(r.cycles, "peak_rss_mb")),
+    ]
+    rows = [(label, [cell(r) for r in results]) for label, cell in cells]
+    lines = [head + " |", "|---" + "|---:" * len(results) + "|"]
+    lines += [f"| {label} | " + " | ".join(cells) + " |" for label, cells in rows]
+    notes = []
+    for r in results:
+        for what, figures in (("(a)", r.sync), ("(b)", r.listing), ("(c–e)", r.cycles)):
+            if "gave_up" in figures:
+                notes.append(f"- {r.size.name} {what}: {figures['gave_up']}")
+    return "\n".join(lines + (["", *notes] if notes else []))
+
+
+_GROWTH: list[tuple[str, str, str]] = [
+    ("(a) megamon sync, wall", "sync", "wall_s"),
+    ("(a) megamon sync, peak RSS", "sync", "peak_rss_mb"),
+    ("(b) `list_node()`, wall", "listing", "wall_s"),
+    ("(b) `list_node()`, peak RSS", "listing", "peak_rss_mb"),
+    ("(c) steady cycle CPU (median)", "cycles", "cycle_cpu_s"),
+    ("(c) with the recommended GC settings", "tuned", "cycle_cpu_s"),
+    ("(c) aggregate_once()", "cycles", "aggregate_cpu_s"),
+    ("(c) aggregate_once(), recommended GC settings", "tuned", "aggregate_cpu_s"),
+    ("(d) /metrics render CPU", "cycles", "render_cpu_s"),
+    ("(d) /metrics size", "cycles", "metrics_bytes"),
+    ("(e) event store written / cycle", "cycles", "store_bytes"),
+    ("megamon peak RSS (sync + cycles)", "cycles", "peak_rss_mb"),
+]
+
+
+def growth(results: Sequence[SizeResult]) -> str:
+    """How each figure grows from one size to the next, beside how the fleet grows."""
+    if len(results) < 2:
+        return ""
+    steps = list(pairwise(results))
+    head = "| figure | " + " | ".join(f"{a.size.name} → {b.size.name}" for a, b in steps) + " |"
+    lines = [head, "|---" + "|---:" * len(steps) + "|"]
+    nodes = [f"{b.size.nodes / a.size.nodes:.2f}×" for a, b in steps]
+    lines.append("| nodes (the fleet) | " + " | ".join(nodes) + " |")
+    for label, part, key in _GROWTH:
+        cells = []
+        for a, b in steps:
+            before, after = getattr(a, part).get(key), getattr(b, part).get(key)
+            cells.append(f"{after / before:.2f}×" if before and after else "—")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_docs(text: str) -> None:
+    """Replace the results section of ``docs/performance.md`` (between its markers)."""
+    document = DOCS.read_text() if DOCS.exists() else f"{RESULTS_BEGIN}\n{RESULTS_END}\n"
+    before, _, rest = document.partition(RESULTS_BEGIN)
+    _, _, after = rest.partition(RESULTS_END)
+    DOCS.write_text(f"{before}{RESULTS_BEGIN}\n{text}\n{RESULTS_END}{after}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m internal.bench.fleet", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--size", choices=[*fleet_objects.SIZES, "all"], default="S")
+    parser.add_argument("--cycles", type=int, default=5, help="steady cycles measured")
+    parser.add_argument("--history", type=int, default=20, help="seeded events per resource")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per probe")
+    parser.add_argument(
+        "--list-timeout", type=float, default=1200.0, help="seconds before (b) is given up"
+    )
+    parser.add_argument("--skip-list", action="store_true", help="do not measure (b)")
+    parser.add_argument(
+        "--skip-tuned", action="store_true", help="do not measure (c-e) with GC settings tuned"
+    )
+    parser.add_argument(
+        "--reference", action="store_true", help="also render with prometheus_client"
+    )
+    parser.add_argument("--json", type=Path, help="also write every figure here")
+    parser.add_argument("--write-docs", action="store_true", help="update docs/performance.md")
+    args = parser.parse_args(argv)
+    names = list(fleet_objects.SIZES) if args.size == "all" else [args.size]
+    results = [run_size(fleet_objects.SIZES[name], args) for name in names]
+    text = f"Machine: {machine()}.\n\n{table(results)}"
+    if len(results) > 1:
+        text += f"\n\nGrowth from one size to the next:\n\n{growth(results)}"
+    print()
+    print(text)
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    r.size.name: {
+                        "server": r.server,
+                        "sync": r.sync,
+                        "list": r.listing,
+                        "cycles": r.cycles,
+                        "cycles_gc_tuned": r.tuned,
+                    }
+                    for r in results
+                },
+                indent=2,
+            )
+        )
+    if args.write_docs:
+        write_docs(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

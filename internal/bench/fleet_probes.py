@@ -1,0 +1,402 @@
+"""What the scale benchmark measures, each run in a fresh child process.
+
+``python -m internal.bench.fleet_probes PROBE --kubeconfig K [--gke E] [...]`` prints one
+JSON line of figures. A fresh process per probe makes ``ru_maxrss`` (peak RSS) the probe's
+own, with nothing left over from another measurement.
+
+- ``sync``: megamon's watch caches (``KubeCluster``: nodes, leader pods, JobSets) from
+  start to every cache listed — wall and CPU time, peak RSS, RSS once settled;
+- ``list``: the same nodes listed the straightforward way, ``CoreV1Api.list_node()`` into
+  the client's model objects — wall and CPU time, peak RSS;
+- ``cycles``: megamon as it runs — a ``KubeCluster`` sync, one GKE poll, then aggregation
+  cycles on ``StaticCluster`` snapshots of the synced projections in which a different 1% of
+  the nodes is not Ready each cycle: ``aggregate_once()`` (observe, append, summarize) and
+  ``persist_once()`` of an ``Aggregator`` on a local event store seeded with history, and a
+  ``/metrics`` render — CPU time of each part, bytes the event store wrote, the size of
+  ``/metrics``, and the process's peak RSS at the end. The workload pass the watch caches
+  trigger between cycles (``observe_workloads_once()``) is timed apart. ``--reference``
+  renders once more with ``prometheus_client`` and says whether the two agree;
+  ``--gc-freeze`` and ``--gc-threshold`` apply garbage-collector settings after the sync.
+
+The probes also run against a tree without ``megamon.metrics.exposition`` (rendering with
+``prometheus_client`` then), so that a "before" is measured by the same code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import gzip
+import json
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes import config as kube_config
+from prometheus_client import CollectorRegistry
+from prometheus_client import generate_latest as reference_render
+
+from internal.bench import fleet_objects
+from megamon.aggregator import Aggregator
+from megamon.eventlog import EventLog
+from megamon.gke.lister import GkeNodePoolLister, make_client
+from megamon.gke.views import NodePoolView
+from megamon.kube.cluster import KubeCluster, StaticCluster
+from megamon.kube.projections import NodeView
+from megamon.kube.snapshot import ClusterSnapshot
+from megamon.metrics.collector import BuildInfo, ReportCollector
+from megamon.metrics.gating import LeaderOnly
+from megamon.observers.common import Settings
+from megamon.records.events import FLAG_EXPECTED_DOWN, FLAG_UP, EventRecord
+from megamon.records.kinds import Kind
+from megamon.store.local import LocalObjects
+from megamon.store.objects import ObjectEventStore
+from megamon.telemetry import Instruments
+
+try:
+    from megamon.metrics.exposition import generate_latest as fast_render
+except ImportError:  # before the fast encoder existed
+    fast_render = None  # type: ignore[assignment]
+
+CYCLE_NS = 10 * 10**9
+KINDS = (Kind.NODEPOOL, Kind.JOBSET, Kind.JOBSET_NODES)
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def current_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def api_client(kubeconfig: str) -> Any:
+    return kube_config.new_client_from_config(config_file=kubeconfig)
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
+    """``fn()``, its wall time and its CPU time (the whole process's, every thread)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = fn()
+    return result, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def probe_sync(args: argparse.Namespace) -> dict[str, Any]:
+    api = api_client(args.kubeconfig)
+    cluster = KubeCluster(api)
+
+    def sync() -> bool:
+        cluster.start()
+        return cluster.wait_synced(args.timeout)
+
+    synced, wall, cpu = _timed(sync)
+    snapshot = cluster.snapshot()
+    cluster.stop()
+    peak = peak_rss_mb()
+    gc.collect()
+    return {
+        "synced": synced,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "peak_rss_mb": peak,
+        "settled_rss_mb": current_rss_mb(),
+        "nodes": len(snapshot.nodes),
+        "leader_pods": len(snapshot.leader_pods),
+        "jobsets": len(snapshot.jobsets),
+    }
+
+
+def probe_list(args: argparse.Namespace) -> dict[str, Any]:
+    api = api_client(args.kubeconfig)
+    core = k8s.CoreV1Api(api)
+    listed, wall, cpu = _timed(core.list_node)
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "peak_rss_mb": peak_rss_mb(),
+        "nodes": len(listed.items),
+    }
+
+
+class _CountingObjects(LocalObjects):
+    """The local directory backend, counting the bytes it uploads."""
+
+    written = 0
+
+    def upload(self, name: str, data: bytes, if_generation: int) -> int:
+        self.written += len(data)
+        return super().upload(name, data, if_generation)
+
+
+class _FixedPools:
+    def __init__(self, pools: list[NodePoolView]) -> None:
+        self._pools = pools
+
+    def list_node_pools(self) -> list[NodePoolView]:
+        return self._pools
+
+
+class _Snapshots:
+    """A ``ClusterView`` whose snapshot the benchmark replaces before each cycle."""
+
+    def __init__(self, snapshot: ClusterSnapshot) -> None:
+        self.current = StaticCluster(snapshot)
+
+    def snapshot(self) -> ClusterSnapshot:
+        return self.current.snapshot()
+
+    def synced(self) -> bool:
+        return True
+
+    def last_contact_ns(self) -> int | None:
+        return None
+
+
+def _history(events: int, start: int, *, ends_expected_down: bool) -> EventRecord:
+    """Alternating down/up periods of an hour, oldest first, ending up (or expected down)."""
+    ts = tuple(start + i * 3600 * 10**9 for i in range(events))
+    flags = bytes(0 if i % 2 == 0 else FLAG_UP for i in range(events))
+    if ends_expected_down:
+        flags = flags[:-1] + bytes((FLAG_EXPECTED_DOWN,))
+    return EventRecord.trusted(ts, flags)
+
+
+def _seed(
+    store: ObjectEventStore,
+    pools: list[NodePoolView],
+    snapshot: ClusterSnapshot,
+    events: int,
+    now: int,
+) -> None:
+    """Every resource's history as if megamon had watched it for ``events`` hours."""
+    if events <= 0:
+        return
+    start = now - events * 3600 * 10**9
+    records = {p.name: _history(events, start, ends_expected_down=False) for p in pools}
+    jobsets = {
+        js.uid: _history(events, start, ends_expected_down=bool(js.terminal))
+        for js in snapshot.jobsets.values()
+    }
+    store.write(Kind.NODEPOOL, records, None)
+    store.write(Kind.JOBSET, jobsets, None)
+    store.write(Kind.JOBSET_NODES, jobsets, None)
+
+
+def _flip(base: ClusterSnapshot, order: list[str], cycle: int, now: int) -> ClusterSnapshot:
+    nodes: dict[str, NodeView] = dict(base.nodes)
+    for name in fleet_objects.flipped(order, cycle):
+        nodes[name] = replace(nodes[name], ready_status="False", ready_since_ns=now)
+    return replace(base, nodes=MappingProxyType(nodes))
+
+
+class _CollectionTimes:
+    """Full (oldest-generation) collections of the cyclic garbage collector, and their time."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.seconds = 0.0
+        self._started = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.count += 1
+            self.seconds += time.perf_counter() - self._started
+
+    def take(self) -> tuple[int, float]:
+        taken = self.count, self.seconds
+        self.count, self.seconds = 0, 0.0
+        return taken
+
+
+def _synced_snapshot(args: argparse.Namespace) -> ClusterSnapshot:
+    cluster = KubeCluster(api_client(args.kubeconfig))
+    cluster.start()
+    try:
+        if not cluster.wait_synced(args.timeout):
+            raise SystemExit("the watch caches did not sync in time")
+        return cluster.snapshot()
+    finally:
+        cluster.stop()
+
+
+def _tune_collector(args: argparse.Namespace) -> None:
+    if args.gc_freeze:
+        gc.collect()
+        gc.freeze()
+    if args.gc_threshold:
+        gc.set_threshold(*(int(part) for part in args.gc_threshold.split(",")))
+
+
+def probe_cycles(args: argparse.Namespace) -> dict[str, Any]:
+    base = _synced_snapshot(args)
+    _tune_collector(args)
+    order = sorted(base.nodes)
+    lister = GkeNodePoolLister(
+        f"projects/{fleet_objects.PROJECT}/locations/{fleet_objects.LOCATION}"
+        f"/clusters/{fleet_objects.CLUSTER}",
+        make_client(args.gke),
+    )
+    pools, poll_wall, poll_cpu = _timed(lister.list_node_pools)
+
+    backend = _CountingObjects(Path(tempfile.mkdtemp(prefix="megamon-bench-")))
+    own = CollectorRegistry()
+    instruments = Instruments("megamon", own)
+    store = ObjectEventStore(backend, "", instruments=instruments)
+    clock = {"now": time.time_ns()}
+    _seed(store, pools, base, args.history, clock["now"])
+    view = _Snapshots(base)
+    aggregator = Aggregator(
+        event_log=EventLog(store, KINDS, instruments=instruments),
+        cluster=view,
+        pools=_FixedPools(pools),
+        kinds=KINDS,
+        settings=Settings(),
+        export=lambda _report: None,
+        instruments=instruments,
+        clock=lambda: clock["now"],
+    )
+    aggregator.poll_once()
+    registry = CollectorRegistry()
+    registry.register(
+        ReportCollector(
+            "megamon", aggregator.latest_report, build=BuildInfo("bench", "bench", "bench")
+        )
+    )
+    registry.register(LeaderOnly(own, lambda: True))
+
+    collections = _CollectionTimes()
+    profiler = _profiler(args.profile)
+    cycles: list[dict[str, Any]] = []
+    for cycle in range(args.cycles + 1):
+        clock["now"] += CYCLE_NS
+        view.current = StaticCluster(_flip(base, order, cycle, clock["now"]))
+        collections.take()
+        if profiler is not None and cycle == args.cycles:
+            profiler.start()
+        figures = _cycle(aggregator, registry, backend)
+        if profiler is not None and cycle == args.cycles:
+            profiler.stop()
+        figures["full_collections"], figures["full_collection_s"] = collections.take()
+        cycles.append(figures)
+    if profiler is not None:
+        Path(args.profile).write_text(profiler.output_text(unicode=False, color=False))
+    peak = peak_rss_mb()  # before prometheus_client's own render, which is not megamon's
+    reference = _compare_with_reference(registry) if args.reference else {}
+    return {
+        **reference,
+        "poll_wall_s": poll_wall,
+        "poll_cpu_s": poll_cpu,
+        "pools": len(pools),
+        "peak_rss_mb": peak,
+        "fast_render": fast_render is not None,
+        "gc": {"freeze": args.gc_freeze, "threshold": gc.get_threshold()},
+        "first_cycle": cycles[0],
+        **_steady(cycles[1:]),
+    }
+
+
+def _cycle(
+    aggregator: Aggregator, registry: CollectorRegistry, backend: _CountingObjects
+) -> dict[str, Any]:
+    """One cycle as the service runs it: aggregate, persist, a scrape; then a workload pass."""
+    written = backend.written
+    report, _, aggregate_cpu = _timed(aggregator.aggregate_once)
+    assert report is not None
+    persisted, _, persist_cpu = _timed(aggregator.persist_once)
+    assert persisted
+    body, _, render_cpu = _timed(lambda: (fast_render or reference_render)(registry))
+    zipped, _, gzip_cpu = _timed(lambda: gzip.compress(body, compresslevel=6))
+    fast_zipped, _, fast_gzip_cpu = _timed(lambda: gzip.compress(body, compresslevel=1))
+    _, _, workloads_cpu = _timed(aggregator.observe_workloads_once)
+    figures: dict[str, Any] = {
+        "cycle_cpu_s": aggregate_cpu + persist_cpu + render_cpu,
+        "aggregate_cpu_s": aggregate_cpu,
+        "persist_cpu_s": persist_cpu,
+        "render_cpu_s": render_cpu,
+        "gzip_cpu_s": gzip_cpu,
+        "workloads_cpu_s": workloads_cpu,
+        "metrics_bytes": len(body),
+        "metrics_gzip_bytes": len(zipped),
+        "gzip1_cpu_s": fast_gzip_cpu,
+        "metrics_gzip1_bytes": len(fast_zipped),
+        "samples": sum(1 for line in body.splitlines() if line and not line.startswith(b"#")),
+        "store_bytes": backend.written - written,
+    }
+    return figures
+
+
+def _compare_with_reference(registry: CollectorRegistry) -> dict[str, Any]:
+    """One scrape by each encoder: whether they agree, and what prometheus_client costs."""
+    ours = (fast_render or reference_render)(registry)
+    reference, _, reference_cpu = _timed(lambda: reference_render(registry))
+    return {"reference_render_cpu_s": reference_cpu, "identical": reference == ours}
+
+
+def _steady(cycles: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each figure's median over the steady cycles; the cycle's CPU also as mean and max."""
+    result: dict[str, Any] = {}
+    for key, first in cycles[0].items():
+        values = [c[key] for c in cycles]
+        result[key] = all(values) if isinstance(first, bool) else statistics.median(values)
+    totals = [c["cycle_cpu_s"] for c in cycles]
+    result["cycle_cpu_mean_s"] = statistics.fmean(totals)
+    result["cycle_cpu_max_s"] = max(totals)
+    result["cycles"] = len(cycles)
+    return result
+
+
+def _profiler(path: str | None) -> Any:
+    if not path:
+        return None
+    from pyinstrument import Profiler  # noqa: PLC0415 - only when asked for
+
+    return Profiler(interval=0.001)
+
+
+PROBES: Mapping[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
+    "sync": probe_sync,
+    "list": probe_list,
+    "cycles": probe_cycles,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m internal.bench.fleet_probes")
+    parser.add_argument("probe", choices=sorted(PROBES))
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--gke", help="GKE emulator endpoint (cycles)")
+    parser.add_argument("--cycles", type=int, default=5, help="steady cycles measured")
+    parser.add_argument("--history", type=int, default=20, help="seeded events per resource")
+    parser.add_argument("--timeout", type=float, default=600.0, help="sync timeout, seconds")
+    parser.add_argument(
+        "--reference", action="store_true", help="also render with prometheus_client"
+    )
+    parser.add_argument("--profile", help="write a pyinstrument profile of the last cycle here")
+    parser.add_argument(
+        "--gc-threshold", help="gc.set_threshold(...) after the sync, e.g. 700,10,100"
+    )
+    parser.add_argument("--gc-freeze", action="store_true", help="gc.freeze() after the sync")
+    args = parser.parse_args(argv)
+    result = PROBES[args.probe](args)
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

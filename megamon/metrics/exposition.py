@@ -1,0 +1,190 @@
+"""A fast encoder of the Prometheus text format (and OpenMetrics) for a large fleet.
+
+Why: a 65,000-node fleet is ~200,000 samples. ``prometheus_client`` renders a sample at a
+time — a ``Sample`` tuple, a sorted and escaped label string, a formatted value — and takes
+well over a second for that many, on every scrape. The fleet's families already know their
+label sets (one per resource, shared by all of its samples), so they can write their lines
+directly: ``RenderedFamily`` is a metric family that produces its own sample lines, with
+label strings its owner escapes once per resource and keeps across scrapes. What the series
+are, and when each is emitted, stays with the family's owner (``collector.py``); this module
+only knows the format.
+
+The output is byte for byte what ``prometheus_client`` writes for the same families — the
+tests parse and compare both — and every family that is not a ``RenderedFamily`` (build
+info, the histograms of ``telemetry``) is rendered by ``prometheus_client`` itself.
+``choose_encoder`` makes the same content negotiation as ``prometheus_client``'s, so it is a
+drop-in replacement in the HTTP handler.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
+
+from prometheus_client import exposition as text_format
+from prometheus_client.metrics_core import Metric
+from prometheus_client.openmetrics import exposition as openmetrics
+from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
+
+Encoder = Callable[[Collector], bytes]
+
+_LEGACY_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+_OPENMETRICS_EOF = b"# EOF\n"
+_PLAIN_FROM = float("-inf")
+_PLAIN_UPTO = 1e6
+"""Values in (-inf, 1e6) print as Python's ``repr``; ``floatToGoString`` switches to Go's
+exponent form from 1e6 up, and spells infinities and NaN its own way."""
+
+
+def _go_float(value: float) -> str:
+    return str(floatToGoString(value))  # type: ignore[no-untyped-call]
+
+
+def value_text(value: float) -> str:
+    """``value`` as the exposition writes it (``prometheus_client``'s ``floatToGoString``)."""
+    if _PLAIN_FROM < value < _PLAIN_UPTO:
+        return repr(float(value))
+    return _go_float(value)
+
+
+def escape_label_value(value: str) -> str:
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+def label_text(labels: Mapping[str, str]) -> str:
+    """``{k="v",…}`` with keys sorted and values escaped, or ``""`` for no labels."""
+    if not labels:
+        return ""
+    inner = ",".join(f'{key}="{escape_label_value(labels[key])}"' for key in sorted(labels))
+    return "{" + inner + "}"
+
+
+class RenderedFamily(Metric):
+    """A metric family that writes its own sample lines.
+
+    Subclasses implement ``sample_lines`` (each line ``name{labels} value\\n``, in
+    exposition order) and ``build_samples`` (the same samples as ``Sample`` tuples). The
+    encoder here uses the lines; ``samples`` — what ``prometheus_client`` and
+    ``get_sample_value`` read — is built from ``build_samples`` on first use only.
+    """
+
+    def __init__(self, name: str, documentation: str, typ: str = "gauge") -> None:
+        self._built: list[Sample] | None = None
+        super().__init__(name, documentation, typ)
+
+    @property
+    def samples(self) -> list[Sample]:
+        if self._built is None:
+            self._built = self.build_samples()
+        return self._built
+
+    @samples.setter
+    def samples(self, value: list[Sample]) -> None:
+        # Metric.__init__ starts every family with an empty list; anything else replaces
+        # what the family would build.
+        self._built = value or None
+
+    def build_samples(self) -> list[Sample]:
+        raise NotImplementedError
+
+    def sample_lines(self) -> list[str]:
+        raise NotImplementedError
+
+    def writes_itself(self) -> bool:
+        """Whether the lines can be used as they are: a plain gauge with a legacy name."""
+        return self._built is None and self.type == "gauge" and bool(_LEGACY_NAME.match(self.name))
+
+
+class _Families:
+    """A collector of families already collected, for ``prometheus_client``'s encoders."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self._families = families
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self._families)
+
+
+def _help_text(documentation: str) -> str:
+    return documentation.replace("\\", r"\\").replace("\n", r"\n")
+
+
+def _openmetrics_help_text(documentation: str) -> str:
+    return escape_label_value(documentation)
+
+
+def _encode(
+    registry: Collector,
+    render_others: Callable[[list[Metric]], bytes],
+    help_text: Callable[[str], str],
+) -> list[bytes]:
+    """The exposition in chunks of UTF-8, one per family written here (so that a large
+    fleet's lines are never all held as strings at once) or per run of other families."""
+    out: list[bytes] = []
+    others: list[Metric] = []
+    for family in registry.collect():
+        if isinstance(family, RenderedFamily) and family.writes_itself():
+            if others:
+                out.append(render_others(others))
+                others = []
+            lines = family.sample_lines()
+            lines.insert(0, f"# HELP {family.name} {help_text(family.documentation)}\n")
+            lines.insert(1, f"# TYPE {family.name} gauge\n")
+            out.append("".join(lines).encode("utf-8"))
+        else:
+            others.append(family)
+    if others:
+        out.append(render_others(others))
+    return out
+
+
+def generate_latest(registry: Collector, escaping: str = openmetrics.UNDERSCORES) -> bytes:
+    """The Prometheus text format (0.0.4) of ``registry``, as ``prometheus_client`` writes it."""
+
+    def others(families: list[Metric]) -> bytes:
+        text: bytes = text_format.generate_latest(_Families(families), escaping)
+        return text
+
+    return b"".join(_encode(registry, others, _help_text))
+
+
+def generate_openmetrics(
+    registry: Collector, escaping: str = openmetrics.UNDERSCORES, version: str = "1.0.0"
+) -> bytes:
+    """OpenMetrics text of ``registry``, as ``prometheus_client`` writes it."""
+
+    def others(families: list[Metric]) -> bytes:
+        text: bytes = openmetrics.generate_latest(  # type: ignore[no-untyped-call]
+            _Families(families), escaping, version
+        )
+        return text.removesuffix(_OPENMETRICS_EOF)
+
+    out = _encode(registry, others, _openmetrics_help_text)
+    out.append(_OPENMETRICS_EOF)
+    return b"".join(out)
+
+
+def choose_encoder(accept_header: str) -> tuple[Encoder, str]:
+    """``prometheus_client.exposition.choose_encoder``, with these encoders in its place."""
+    encoder, content_type = text_format.choose_encoder(accept_header)
+    target = encoder.func if isinstance(encoder, partial) else encoder
+    keywords = encoder.keywords if isinstance(encoder, partial) else {}
+    if target is openmetrics.generate_latest:
+        return partial(generate_openmetrics, **keywords), content_type
+    if target is text_format.generate_latest:
+        return partial(generate_latest, **keywords), content_type
+    return encoder, content_type  # a format this module does not write
+
+
+def gauge_lines(name: str, label_texts: Iterable[str], values: Iterable[float | None]) -> list[str]:
+    """The sample lines of gauge ``name``: one per (label text, float value) pair whose value
+    is not ``None``. The hot loop of a large fleet: one pass, nothing but strings made."""
+    low, high, go = _PLAIN_FROM, _PLAIN_UPTO, _go_float
+    return [
+        f"{name}{labels} {repr(value) if low < value < high else go(value)}\n"
+        for labels, value in zip(label_texts, values, strict=True)
+        if value is not None
+    ]

@@ -1,0 +1,63 @@
+"""The fleet benchmark runs end to end at size S and its figures make sense.
+
+Timings are not asserted (they depend on the machine); what is checked is that every probe
+reports, that each side saw the whole fleet, that the fast /metrics encoder wrote what
+prometheus_client writes, and that the figures are consistent with each other.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from internal.bench import fleet, fleet_objects
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+SIZE = fleet_objects.SIZES["S"]
+
+
+def test_the_fleet_benchmark_measures_a_size_s_fleet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "figures.json"
+    args = ["--size", "S", "--cycles", "2", "--reference", "--skip-tuned", "--json", str(out)]
+    assert fleet.main(args) == 0
+    figures = json.loads(out.read_text())["S"]
+
+    assert figures["server"]["nodes"] == SIZE.nodes
+    assert figures["server"]["pools"] == SIZE.pools
+
+    sync = figures["sync"]
+    assert sync["synced"]
+    assert (sync["nodes"], sync["jobsets"], sync["leader_pods"]) == (
+        SIZE.nodes,
+        SIZE.jobsets,
+        SIZE.jobsets,
+    )
+    assert sync["cpu_s"] > 0
+    assert sync["wall_s"] > 0
+    assert sync["peak_rss_mb"] > 0
+
+    listing = figures["list"]
+    assert listing["nodes"] == SIZE.nodes
+    assert listing["peak_rss_mb"] > sync["peak_rss_mb"]  # model objects weigh more
+
+    cycles = figures["cycles"]
+    assert cycles["pools"] == SIZE.pools
+    assert cycles["identical"]  # the fast encoder wrote what prometheus_client writes
+    resources = SIZE.pools + 2 * SIZE.jobsets  # node pools, JobSets, JobSet nodes
+    assert resources * 5 <= cycles["samples"] <= resources * 15
+    assert 0 < cycles["metrics_gzip_bytes"] < cycles["metrics_bytes"]
+    assert cycles["store_bytes"] > 0  # 1% of the nodes flipped: some histories grew
+    assert cycles["first_cycle"]["store_bytes"] == 0  # the seeded history was all up
+    for key in ("cycle_cpu_s", "aggregate_cpu_s", "render_cpu_s", "persist_cpu_s"):
+        assert cycles[key] > 0, key
+    assert cycles["cycle_cpu_s"] == pytest.approx(
+        cycles["aggregate_cpu_s"] + cycles["persist_cpu_s"] + cycles["render_cpu_s"], rel=0.5
+    )
+
+    printed = capsys.readouterr().out
+    assert "(b)/(a) time" in printed and "S: 4,000 nodes" in printed
