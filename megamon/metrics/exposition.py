@@ -19,6 +19,7 @@ drop-in replacement in the HTTP handler.
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 
@@ -62,7 +63,7 @@ def label_text(labels: Mapping[str, str]) -> str:
     return "{" + inner + "}"
 
 
-class RenderedFamily(Metric):
+class RenderedFamily(Metric, ABC):
     """A metric family that writes its own sample lines.
 
     Subclasses implement ``sample_lines`` (each line ``name{labels} value\\n``, in
@@ -87,11 +88,13 @@ class RenderedFamily(Metric):
         # what the family would build.
         self._built = value or None
 
+    @abstractmethod
     def build_samples(self) -> list[Sample]:
-        raise NotImplementedError
+        """The family's samples as ``prometheus_client`` objects."""
 
+    @abstractmethod
     def sample_lines(self) -> list[str]:
-        raise NotImplementedError
+        """The family's sample lines in the text format, each ending in a newline."""
 
     def writes_itself(self) -> bool:
         """Whether the lines can be used as they are: a plain gauge with a legacy name."""

@@ -292,7 +292,9 @@ def reports(draw: st.DrawFn) -> Report:
             attrs = Attrs(
                 nodepool_name=draw(_text),
                 tpu_topology=draw(st.sampled_from(["", "2x2", "16x16"])),
-                jobset_uid=draw(_text),
+                # Every resource carries its identity (observers set the key as an attr), so
+                # two resources never share a label set.
+                jobset_uid=key,
                 spot=draw(st.booleans()),
                 tpu_chip_count=draw(st.integers(min_value=0, max_value=10**6)),
             )
