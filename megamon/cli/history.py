@@ -5,10 +5,12 @@
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 from megamon.config import DEFAULT_CONFIG_PATH, Config, load_config
 from megamon.errors import ConfigError
+from megamon.records import timestamps
 from megamon.records.kinds import Kind
 from megamon.store.base import EventStore
 from megamon.store.factory import gcs_client, open_store
@@ -33,6 +35,16 @@ def parse_kind(text: str) -> Kind:
     except ValueError:
         known = ", ".join(k.value for k in Kind)
         raise argparse.ArgumentTypeError(f"unknown kind {text!r} (known: {known})") from None
+
+
+def parse_now(text: str | None) -> int:
+    """``--now``: an RFC 3339 timestamp, or the current time when not given."""
+    if text is None:
+        return time.time_ns()
+    try:
+        return timestamps.parse(text)
+    except timestamps.TimestampError as err:
+        raise ConfigError(f"--now: {err}") from None
 
 
 def history_config(args: argparse.Namespace) -> Config:

@@ -14,7 +14,6 @@ import argparse
 import logging
 import re
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,13 @@ from typing import Any
 import orjson
 
 from megamon.cli import report_format, report_html
-from megamon.cli.history import add_history_options, history_config, history_store, parse_kind
+from megamon.cli.history import (
+    add_history_options,
+    history_config,
+    history_store,
+    parse_kind,
+    parse_now,
+)
 from megamon.errors import ConfigError, MegamonError
 from megamon.exporters.archives import LATEST_NAME, REPORTS_DIR
 from megamon.history.availability import (
@@ -89,15 +94,6 @@ def register(commands: Any) -> None:
 
 
 # --- arguments ---------------------------------------------------------------------------
-
-
-def parse_now(text: str | None) -> int:
-    if text is None:
-        return time.time_ns()
-    try:
-        return timestamps.parse(text)
-    except timestamps.TimestampError as err:
-        raise ConfigError(f"--now: {err}") from None
 
 
 def parse_duration(text: str) -> int | None:

@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from megamon.errors import ConfigError, EventFileError
+from megamon.cli.history import parse_now
+from megamon.errors import EventFileError
 from megamon.history.summarizing import anomalies, summarize_all
-from megamon.records import codec, timestamps
+from megamon.records import codec
 
 log = logging.getLogger("megamon.summarize")
 
@@ -33,15 +33,6 @@ def register(commands: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def _now(text: str | None) -> int:
-    if text is None:
-        return time.time_ns()
-    try:
-        return timestamps.parse(text)
-    except timestamps.TimestampError as err:
-        raise ConfigError(f"--now: {err}") from None
-
-
 def _read(path: str) -> bytes:
     try:
         return Path(path).read_bytes()
@@ -50,7 +41,7 @@ def _read(path: str) -> bytes:
 
 
 def run(args: argparse.Namespace) -> int:
-    now = _now(args.now)
+    now = parse_now(args.now)
     records = codec.decode_event_file(_read(args.file), args.file)
     for key, record in records.items():
         for problem in anomalies(record):
