@@ -22,21 +22,24 @@ demo: $(STAMP)
 test: $(STAMP) lint typecheck
 	$(BIN)/pytest
 
+## unit: the pure stages only (no emulator, no process): seconds.
 unit: $(STAMP)
-	$(BIN)/pytest test/unit
+	$(BIN)/pytest test/domain test/codec test/config test/observing/test_observers.py test/recording test/summary
 
 ## chaos: the fault suite with its long variants (30 s stalls).
 chaos: $(STAMP)
-	MEGAMON_CHAOS=1 $(BIN)/pytest test/integration/faults
+	MEGAMON_CHAOS=1 $(BIN)/pytest test/faults
 
 ## reliability: run the fault suite and write docs/reliability.md from its output.
 reliability: $(STAMP)
-	MEGAMON_RELIABILITY_OUT=.reliability.jsonl $(BIN)/pytest test/integration/faults
+	MEGAMON_RELIABILITY_OUT=.reliability.jsonl $(BIN)/pytest test/faults
 	$(BIN)/python -m internal.tools.reliability .reliability.jsonl > docs/reliability.md
 
+## lint: ruff, its formatter, and the import contract (pyproject.toml, docs/architecture.md).
 lint: $(STAMP)
 	$(BIN)/ruff check megamon internal test
 	$(BIN)/ruff format --check megamon internal test
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy megamon

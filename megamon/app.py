@@ -20,31 +20,31 @@ from kubernetes.config.config_exception import ConfigException
 from prometheus_client import CollectorRegistry
 
 from megamon import __version__
-from megamon.aggregator import Aggregator, Intervals
 from megamon.config import Config
+from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError
-from megamon.eventlog import EventLog
-from megamon.exporters import build_exporters, export_all
-from megamon.gke import metadata
-from megamon.gke.lister import (
+from megamon.loops.aggregator import Aggregator, Intervals
+from megamon.loops.leader import LeaseElector, default_identity
+from megamon.observing.common import Settings
+from megamon.publishing.exporters import build_exporters, export_all
+from megamon.publishing.joblabels import JobLabeler
+from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
+from megamon.publishing.metrics.gating import LeaderOnly
+from megamon.recording.eventlog import EventLog
+from megamon.serving.auth import KubeGuard
+from megamon.serving.http import Check, MetricsServer, ProbeServer
+from megamon.serving.tls import serving_tls
+from megamon.sources.gke import metadata
+from megamon.sources.gke.lister import (
     GkeNodePoolLister,
     NodePoolLister,
-    SimulatedNodePoolLister,
     make_client,
 )
-from megamon.kube.cluster import KubeCluster
-from megamon.kube.configmaps import ConfigMapKey
-from megamon.kube.joblabels import JobLabeler
-from megamon.kube.owners import OWNER_MAP_KEY, OwnerMapStore
-from megamon.leader import LeaseElector, default_identity
-from megamon.metrics.auth import KubeGuard
-from megamon.metrics.collector import BuildInfo, ReportCollector
-from megamon.metrics.gating import LeaderOnly
-from megamon.metrics.http import Check, MetricsServer, ProbeServer
-from megamon.metrics.tls import serving_tls
-from megamon.observers.common import Settings
-from megamon.records.kinds import Kind
-from megamon.store.factory import open_store
+from megamon.sources.kube.cluster import KubeCluster
+from megamon.sources.kube.configmaps import ConfigMapKey
+from megamon.sources.kube.ownermap import OWNER_MAP_KEY, OwnerMapStore
+from megamon.sources.simulation import SimulatedNodePoolLister
+from megamon.stores.factory import open_store
 from megamon.telemetry import Instruments
 
 log = logging.getLogger("megamon")

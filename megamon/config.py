@@ -1,4 +1,4 @@
-"""Configuration: the Go megamon's JSON file, loaded unchanged (DESIGN §7).
+"""Configuration: the Go megamon's JSON file, loaded unchanged (README, Configuration).
 
 Keys are matched case-insensitively, as Go's ``encoding/json`` matches them; unknown keys are
 warned about, not fatal. Values are checked strictly (Go does not turn ``"10"`` into 10 or
@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from megamon.errors import ConfigError
 
-log = logging.getLogger("megamon.config")
+log = logging.getLogger(__name__)
 
 DEFAULT_CONFIG_PATH = "/etc/megamon/config.json"
 EXPORTER_STDOUT = "stdout"

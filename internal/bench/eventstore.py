@@ -18,10 +18,10 @@ from typing import Any
 from internal.faultproxy import FaultProxy
 from internal.gcsemu.client import make_storage_client
 from internal.gcsemu.emulator import GcsEmulator
-from megamon.eventlog import EventLog
-from megamon.records.kinds import Kind
-from megamon.records.observations import Attrs, Observation
-from megamon.store.gcs import GcsEventStore
+from megamon.domain.kinds import Kind
+from megamon.domain.observations import Attrs, Observation
+from megamon.recording.eventlog import EventLog
+from megamon.stores.gcs import GcsEventStore
 
 T0 = 1_780_272_000 * 10**9
 CYCLE_NS = 10 * 10**9

@@ -25,7 +25,7 @@ from internal.fakegke import tpu_node_pool
 from internal.fleet import objects
 from internal.fleet.nodes import gke_node_name, tpu_node
 from internal.fleet.shapes import TpuShape
-from megamon.kube import labels
+from megamon.domain import labels
 
 Obj = dict[str, Any]
 

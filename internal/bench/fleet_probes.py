@@ -18,7 +18,7 @@ own, with nothing left over from another measurement.
   renders once more with ``prometheus_client`` and says whether the two agree;
   ``--gc-freeze`` and ``--gc-threshold`` apply garbage-collector settings after the sync.
 
-The probes also run against a tree without ``megamon.metrics.exposition`` (rendering with
+The probes also run against a tree without ``megamon.publishing.metrics.exposition`` (rendering with
 ``prometheus_client`` then), so that a "before" is measured by the same code.
 """
 
@@ -45,24 +45,24 @@ from prometheus_client import CollectorRegistry
 from prometheus_client import generate_latest as reference_render
 
 from internal.bench import fleet_objects
-from megamon.aggregator import Aggregator
-from megamon.eventlog import EventLog
-from megamon.gke.lister import GkeNodePoolLister, make_client
-from megamon.gke.views import NodePoolView
-from megamon.kube.cluster import KubeCluster, StaticCluster
-from megamon.kube.projections import NodeView
-from megamon.kube.snapshot import ClusterSnapshot
-from megamon.metrics.collector import BuildInfo, ReportCollector
-from megamon.metrics.gating import LeaderOnly
-from megamon.observers.common import Settings
-from megamon.records.events import FLAG_EXPECTED_DOWN, FLAG_UP, EventRecord
-from megamon.records.kinds import Kind
-from megamon.store.local import LocalObjects
-from megamon.store.objects import ObjectEventStore
+from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_UP, EventRecord
+from megamon.domain.kinds import Kind
+from megamon.loops.aggregator import Aggregator
+from megamon.observing.common import Settings
+from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
+from megamon.publishing.metrics.gating import LeaderOnly
+from megamon.recording.eventlog import EventLog
+from megamon.sources.gke.lister import GkeNodePoolLister, make_client
+from megamon.sources.gke.views import NodePoolView
+from megamon.sources.kube.cluster import KubeCluster, StaticCluster
+from megamon.sources.kube.projections import NodeView
+from megamon.sources.kube.snapshot import ClusterSnapshot
+from megamon.stores.local import LocalObjects
+from megamon.stores.objects import ObjectEventStore
 from megamon.telemetry import Instruments
 
 try:
-    from megamon.metrics.exposition import generate_latest as fast_render
+    from megamon.publishing.metrics.exposition import generate_latest as fast_render
 except ImportError:  # before the fast encoder existed
     fast_render = None  # type: ignore[assignment]
 

@@ -12,9 +12,9 @@ import argparse
 import random
 import time
 
-from megamon.history.summarizing import summarize_all
-from megamon.records import codec
-from megamon.records.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
+from megamon.codec import history as codec
+from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
+from megamon.summary.summarizing import summarize_all
 
 T0 = 1_777_000_000 * 1_000_000_000
 CYCLE_NS = 10 * 1_000_000_000

@@ -26,7 +26,7 @@ from internal.fleet.nodes import gke_node_name
 from internal.fleet.objects import Owner
 from internal.fleet.shapes import TpuShape
 from internal.fleet.times import rfc3339
-from megamon.kube import labels
+from megamon.domain import labels
 
 PoolOrShape = str | Sequence[str] | TpuShape
 """Where a workload runs: a node pool, one pool per replica, or just a shape (no pool)."""

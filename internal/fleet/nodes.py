@@ -18,7 +18,7 @@ import uuid
 from typing import Any
 
 from internal.fleet.shapes import TpuShape
-from megamon.kube import labels
+from megamon.domain import labels
 
 Obj = dict[str, Any]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from internal.fleet.nodes import gke_node_name, ready_condition, tpu_node, with_ready
 from internal.fleet.shapes import TpuShape
-from megamon.kube import labels
+from megamon.domain import labels
 
 __all__ = [
     "JOBSET_API",
@@ -56,7 +56,7 @@ SLICE_API = "accelerator.gke.io/v1beta1"
 REPLICATED_JOB = "slice"
 WORKLOAD_IMAGE = "us-docker.pkg.dev/megamon-demo/training/maxtext-jax:2025-05-01"
 
-# The JobSet controller's label prefix (the labels megamon reads are in megamon.kube.labels).
+# The JobSet controller's label prefix (the labels megamon reads are in megamon.domain.labels).
 _JS = "jobset.sigs.k8s.io"
 
 # How a Job ends (its condition type), with the reason and message the Job controller writes.

@@ -3,7 +3,7 @@
 Why: every simulated object of one slice (the GKE node pool, its nodes, the JobSet or LWS
 that asks for it, the Slice) must agree on the same three strings and on the node count they
 imply, or the simulation would feed megamon contradictions it never sees in production. One
-frozen value carries them. The arithmetic is the fleet's own (DESIGN §3, "TPU sizing") rather
+frozen value carries them. The arithmetic is the fleet's own (docs/rules.md) rather
 than megamon's, so tests comparing megamon's counts with the fleet's compare two independent
 computations.
 """
@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from megamon.kube import labels
+from megamon.domain import labels
 
 # TPU machine types end in the number of chips per VM: ct5lp-hightpu-4t, tpu7x-standard-4t.
 _CHIPS_PER_VM = re.compile(r"-(\d+)t$")

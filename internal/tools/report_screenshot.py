@@ -26,11 +26,11 @@ from internal.tools.scripted_history import (
     record,
 )
 from megamon.cli.main import main as megamon
-from megamon.exporters.archives import LocalReportExporter
-from megamon.records import timestamps
-from megamon.records.kinds import Kind
-from megamon.records.observations import Attrs
-from megamon.store.local import LocalEventStore
+from megamon.domain import timestamps
+from megamon.domain.kinds import Kind
+from megamon.domain.observations import Attrs
+from megamon.publishing.exporters.archives import LocalReportExporter
+from megamon.stores.local import LocalEventStore
 
 NOW = timestamps.parse("2026-05-08T00:00:00Z")
 SINCE = "7d"

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from megamon.eventlog import EventLog
-from megamon.exporters.archives import ObjectReportExporter
-from megamon.history.summarizing import summarize_all
-from megamon.records.kinds import Kind
-from megamon.records.observations import Attrs, Observation
-from megamon.records.reports import KindReport, Report
-from megamon.store.base import EventStore
+from megamon.domain.kinds import Kind
+from megamon.domain.observations import Attrs, Observation
+from megamon.domain.reports import KindReport, Report
+from megamon.publishing.exporters.archives import ObjectReportExporter
+from megamon.recording.eventlog import EventLog
+from megamon.stores.base import EventStore
+from megamon.summary.summarizing import summarize_all
 
 UP, DOWN, FAILED, PLANNED = "up", "down", "failed", "planned"
 """Scripted states; ``planned`` is an expected-down observation (a planned stop)."""

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from megamon.cli.history import add_history_options, history_store, parse_kind
-from megamon.records import codec
+from megamon.codec import history as codec
 
 
 def register(commands: Any) -> None:

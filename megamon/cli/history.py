@@ -9,13 +9,13 @@ import time
 from pathlib import Path
 
 from megamon.config import DEFAULT_CONFIG_PATH, Config, load_config
+from megamon.domain import timestamps
+from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError
-from megamon.records import timestamps
-from megamon.records.kinds import Kind
-from megamon.store.base import EventStore
-from megamon.store.factory import gcs_client, open_store
-from megamon.store.gcs import GcsEventStore
-from megamon.store.local import LocalEventStore
+from megamon.stores.base import EventStore
+from megamon.stores.factory import gcs_client, open_store
+from megamon.stores.gcs import GcsEventStore
+from megamon.stores.local import LocalEventStore
 
 
 def add_history_options(parser: argparse.ArgumentParser) -> None:

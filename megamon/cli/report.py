@@ -5,7 +5,7 @@ table, one JSON object or a self-contained HTML page with timelines.
 This module does the I/O: it reads the live and archived history from the store the shared
 history options name, labels live resources from the latest report (live records carry no
 attributes; ``reports/latest.json``, written by the ``gcs`` exporter, does), and writes the
-rendering. The figures come from ``megamon.history.availability``, which defines them.
+rendering. The figures come from ``megamon.summary.availability``, which defines them.
 """
 
 from __future__ import annotations
@@ -28,24 +28,24 @@ from megamon.cli.history import (
     parse_kind,
     parse_now,
 )
+from megamon.codec import report as report_codec
+from megamon.domain import timestamps
+from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError, MegamonError
-from megamon.exporters.archives import LATEST_NAME, REPORTS_DIR
-from megamon.history.availability import (
+from megamon.publishing.exporters.archives import LATEST_NAME, REPORTS_DIR
+from megamon.stores.base import EventStore, Moved, ObjectBackend
+from megamon.stores.factory import gcs_client
+from megamon.stores.gcs import GcsObjects
+from megamon.stores.local import LocalObjects
+from megamon.summary.availability import (
     AvailabilityReport,
     Resource,
     Window,
     availability_report,
 )
-from megamon.records import timestamps
-from megamon.records.kinds import KIND_SPECS, Kind
-from megamon.records.observations import Attrs
-from megamon.store.base import EventStore, Moved, ObjectBackend
-from megamon.store.factory import gcs_client
-from megamon.store.gcs import GcsObjects
-from megamon.store.local import LocalObjects
 from megamon.telemetry import Instruments
 
-log = logging.getLogger("megamon.report")
+log = logging.getLogger(__name__)
 
 FORMATS = ("table", "json", "html")
 _DURATION = re.compile(r"(?:(\d+)([wdhms]))+")
@@ -57,7 +57,6 @@ _UNIT_NS = {
     "d": 86_400 * timestamps.NANOS_PER_SECOND,
     "w": 7 * 86_400 * timestamps.NANOS_PER_SECOND,
 }
-ATTR_KEYS = frozenset(f.alias or name for name, f in Attrs.model_fields.items())
 """The report keys that are attributes (the rest of a report entry is upness or summary)."""
 
 Labels = Mapping[Kind, Mapping[str, Mapping[str, object]]]
@@ -158,25 +157,6 @@ def _download(backend: ObjectBackend, name: str) -> bytes | None:
     return None
 
 
-def parse_labels(data: bytes) -> dict[Kind, dict[str, dict[str, object]]]:
-    """Attributes per kind and key from a report in the Go megamon's shape (the upness and
-    summary entries both embed them)."""
-    document = orjson.loads(data)
-    if not isinstance(document, dict):
-        raise TypeError("a report is a JSON object")
-    labels: dict[Kind, dict[str, dict[str, object]]] = {}
-    for kind, spec in KIND_SPECS.items():
-        per_key: dict[str, dict[str, object]] = {}
-        for section in (spec.report_up_key, spec.report_summaries_key):
-            entries = document.get(section)
-            for key, entry in entries.items() if isinstance(entries, dict) else ():
-                if isinstance(entry, dict):
-                    attrs = {k: v for k, v in entry.items() if k in ATTR_KEYS}
-                    per_key.setdefault(key, {}).update(attrs)
-        labels[kind] = per_key
-    return labels
-
-
 def read_labels(args: argparse.Namespace) -> Labels:
     """Attributes of live resources from ``reports/latest.json``; empty when there is none.
 
@@ -193,7 +173,7 @@ def read_labels(args: argparse.Namespace) -> Labels:
         if data is None:
             log.info("no report at %s: live resources are unlabelled", backend.describe(name))
             return {}
-        return parse_labels(data)
+        return report_codec.parse_labels(data)
     except (MegamonError, ValueError, TypeError) as err:
         where = backend.describe(name)
         log.warning("report %s unreadable (%s): live resources are unlabelled", where, err)

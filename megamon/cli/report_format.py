@@ -14,13 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from megamon.history.availability import (
+from megamon.domain import timestamps
+from megamon.domain.summaries import ProvisioningState
+from megamon.summary.availability import (
     Aggregate,
     AvailabilityReport,
     ResourceAvailability,
 )
-from megamon.records import timestamps
-from megamon.records.summaries import ProvisioningState
 
 T = TypeVar("T")
 

@@ -34,13 +34,13 @@ from megamon.cli.report_format import (
     state_text,
     window_text,
 )
-from megamon.history.availability import (
+from megamon.domain import timestamps
+from megamon.summary.availability import (
     AvailabilityReport,
     Band,
     BandState,
     ResourceAvailability,
 )
-from megamon.records import timestamps
 
 TIMELINE_UNITS = 500
 """Width of a timeline in SVG user units: its drawing resolution."""

@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from megamon.cli.history import parse_now
+from megamon.codec import history as codec
+from megamon.codec import report as report_codec
 from megamon.errors import EventFileError
-from megamon.history.summarizing import anomalies, summarize_all
-from megamon.records import codec
+from megamon.summary.summarizing import anomalies, summarize_all
 
-log = logging.getLogger("megamon.summarize")
+log = logging.getLogger(__name__)
 
 
 def register(commands: Any) -> None:
@@ -46,6 +47,6 @@ def run(args: argparse.Namespace) -> int:
     for key, record in records.items():
         for problem in anomalies(record):
             log.warning('%s: key "%s": %s', args.file, key, problem)
-    sys.stdout.buffer.write(codec.encode_summaries(summarize_all(records, now), indent=True))
+    sys.stdout.buffer.write(report_codec.encode_summaries(summarize_all(records, now), indent=True))
     sys.stdout.buffer.write(b"\n")
     return 0

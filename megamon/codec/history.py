@@ -1,0 +1,222 @@
+"""The durable JSON format — the one module that reads and writes it.
+
+An event file maps a resource key to its record; this is the Go megamon's format plus ``f``,
+so files it wrote are read as they are and files written here are byte-for-byte what it
+would write::
+
+    {"np-a":{"upEvents":[{"up":false,"ts":"2026-05-04T18:23:24.123456789Z"},
+                         {"up":false,"f":true,"ts":"2026-05-04T18:30:00Z"},
+                         {"up":true,"ts":"2026-05-04T18:41:00Z"},
+                         {"up":false,"ed":true,"ts":"2026-05-05T02:00:00Z"}]}}
+
+- ``up`` and ``ts`` always; ``ed`` (expected down) and ``f`` (failed) only when true, in the
+  order ``up, ed, f, ts`` (Go's struct order); keys sorted, no whitespace (``json.Marshal``).
+- ``ts`` is RFC 3339 with up to nine fractional digits, read as integer nanoseconds in any
+  offset and written in UTC with a trailing ``Z`` (``time.RFC3339Nano``).
+- Like Go's decoder: unknown fields are ignored, and ``null`` stands for an empty file or an
+  empty event list.
+
+Summaries and reports have their own module, ``megamon.codec.report``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from megamon.domain import timestamps
+from megamon.domain.events import (
+    FLAG_EXPECTED_DOWN,
+    FLAG_FAILED,
+    FLAG_UP,
+    ArchiveEntry,
+    EventRecord,
+)
+from megamon.errors import EventFileError
+
+UP_EVENTS = "upEvents"
+
+_BOOL_FLAGS = (("up", FLAG_UP), ("ed", FLAG_EXPECTED_DOWN), ("f", FLAG_FAILED))
+
+
+class _TimestampCache(dict[str, int]):
+    """Parsed timestamps by text: one ``now`` per cycle is shared by every key of a file."""
+
+    def __missing__(self, text: str) -> int:
+        value = timestamps.parse(text)
+        self[text] = value
+        return value
+
+
+def _decode_event(raw: Any, cache: _TimestampCache) -> tuple[int, int]:
+    """(ts, flags) of one event object, or a ``ValueError`` that says what is wrong."""
+    if type(raw) is not dict:
+        raise ValueError(f"an event must be an object, got {_kind_of(raw)}")
+    flags = 0
+    for name, bit in _BOOL_FLAGS:
+        value = raw.get(name, False)
+        if value is True:
+            flags |= bit
+        elif value is not False and not (value is None and name != "up"):
+            raise ValueError(f"{name!r} must be true or false, got {_kind_of(value)}")
+    if "up" not in raw:
+        raise ValueError("'up' is missing")
+    text = raw.get("ts")
+    if type(text) is not str:
+        raise ValueError(f"'ts' must be an RFC 3339 string, got {_kind_of(text)}")
+    try:
+        return cache[text], flags
+    except timestamps.TimestampError as err:
+        raise ValueError(f"'ts': {err}") from None
+
+
+def _decode_record(raw: Any, cache: _TimestampCache, source: str, key: str) -> EventRecord:
+    if raw is None:
+        return EventRecord()
+    if type(raw) is not dict:
+        raise EventFileError(source, f"a record must be an object, got {_kind_of(raw)}", key)
+    events = raw.get(UP_EVENTS)
+    if events is None:
+        return EventRecord()
+    if type(events) is not list:
+        raise EventFileError(source, f"'upEvents' must be a list, got {_kind_of(events)}", key)
+    ts: list[int] = []
+    flags = bytearray()
+    for index, event in enumerate(events):
+        # The fast path takes the events megamon and the Go megamon write; anything else
+        # (nulls, wrong types, bad text) goes through the checking decoder.
+        if type(event) is dict:
+            up, text = event.get("up"), event.get("ts")
+            ed, failed = event.get("ed", False), event.get("f", False)
+            if (
+                type(up) is bool
+                and type(text) is str
+                and (ed is False or ed is True)
+                and (failed is False or failed is True)
+            ):
+                try:
+                    ts.append(cache[text])
+                except timestamps.TimestampError:
+                    pass
+                else:
+                    flags.append(up + (ed << 1) + (failed << 2))
+                    continue
+        try:
+            t, f = _decode_event(event, cache)
+        except ValueError as err:
+            raise EventFileError(source, str(err), key, index) from None
+        ts.append(t)
+        flags.append(f)
+    return EventRecord.trusted(tuple(ts), bytes(flags))
+
+
+def decode_event_file(data: bytes | str, source: str) -> dict[str, EventRecord]:
+    """The records of an event file; ``source`` names the file in error messages."""
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError as err:
+        raise EventFileError(source, f"invalid JSON: {err}") from None
+    if document is None:
+        return {}
+    if type(document) is not dict:
+        raise EventFileError(
+            source, f"an event file must be a JSON object of records, got {_kind_of(document)}"
+        )
+    cache = _TimestampCache()
+    return {key: _decode_record(raw, cache, source, key) for key, raw in document.items()}
+
+
+def decode_record(data: bytes | str, source: str, key: str) -> EventRecord:
+    """One record in the form ``{"upEvents": [...]}`` (as in an archive entry)."""
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError as err:
+        raise EventFileError(source, f"invalid JSON: {err}") from None
+    return _decode_record(document, _TimestampCache(), source, key)
+
+
+def _event_json(ts: str, flags: int) -> str:
+    up = "true" if flags & FLAG_UP else "false"
+    ed = ',"ed":true' if flags & FLAG_EXPECTED_DOWN else ""
+    failed = ',"f":true' if flags & FLAG_FAILED else ""
+    return f'{{"up":{up}{ed}{failed},"ts":"{ts}"}}'
+
+
+def _record_json(record: EventRecord, formatted: dict[int, str]) -> str:
+    parts = []
+    for t, f in zip(record.timestamps, record.flags, strict=True):
+        text = formatted.get(t)
+        if text is None:
+            text = formatted[t] = timestamps.format_ns(t)
+        parts.append(_event_json(text, f))
+    return '{"upEvents":[' + ",".join(parts) + "]}"
+
+
+def encode_record(record: EventRecord) -> bytes:
+    """``{"upEvents":[...]}`` of one record, as ``json.Marshal`` writes it."""
+    return _record_json(record, {}).encode()
+
+
+def encode_event_file(records: Mapping[str, EventRecord]) -> bytes:
+    """An event file of ``records``, keys sorted, as ``json.Marshal`` writes a Go map."""
+    formatted: dict[int, str] = {}
+    body = ",".join(
+        orjson.dumps(key).decode() + ":" + _record_json(records[key], formatted)
+        for key in sorted(records)
+    )
+    return ("{" + body + "}").encode()
+
+
+def encode_archive_entry(entry: ArchiveEntry) -> bytes:
+    """``{"kind","key","retiredAt","attrs","upEvents"}`` of a retired resource."""
+    head = orjson.dumps(
+        {
+            "kind": entry.kind,
+            "key": entry.key,
+            "retiredAt": timestamps.format_ns(entry.retired_at),
+            "attrs": entry.attrs,
+        }
+    ).decode()
+    events = _record_json(entry.record, {})[len('{"upEvents":') : -1]
+    return (head[:-1] + ',"upEvents":' + events + "}").encode()
+
+
+def decode_archive_entry(data: bytes, source: str) -> ArchiveEntry:
+    """An archive entry written by ``encode_archive_entry``."""
+    try:
+        document = orjson.loads(data)
+    except orjson.JSONDecodeError as err:
+        raise EventFileError(source, f"invalid JSON: {err}") from None
+    if type(document) is not dict:
+        raise EventFileError(source, "an archive entry must be a JSON object")
+    key = document.get("key")
+    kind = document.get("kind")
+    retired = document.get("retiredAt")
+    attrs = document.get("attrs") or {}
+    if type(key) is not str or type(kind) is not str or type(retired) is not str:
+        raise EventFileError(source, "an archive entry needs string 'kind', 'key', 'retiredAt'")
+    if type(attrs) is not dict:
+        raise EventFileError(source, "'attrs' must be an object", key)
+    try:
+        retired_at = timestamps.parse(retired)
+    except timestamps.TimestampError as err:
+        raise EventFileError(source, f"'retiredAt': {err}", key) from None
+    record = _decode_record(document, _TimestampCache(), source, key)
+    return ArchiveEntry(kind=kind, key=key, retired_at=retired_at, attrs=attrs, record=record)
+
+
+def _kind_of(value: object) -> str:
+    """The JSON type of a decoded value, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, int | float):
+        return f"number {value}"
+    if isinstance(value, str):
+        return f"string {value[:40]!r}"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"

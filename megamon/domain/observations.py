@@ -1,0 +1,76 @@
+"""Observations: what an observer saw of one resource at one moment, with up/down decided.
+
+Up/down is decided once, here, when an observation is built (``Observation.build``);
+the event log, the summarizer and the metrics only read ``up``.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from megamon.domain.rules.upness import is_up
+
+
+class Attrs(BaseModel):
+    """Descriptive attributes of a resource: TPU shape and names. Empty strings mean unknown.
+
+    JSON names are the Go megamon's report keys.
+    """
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    nodepool_name: str = Field("", alias="nodePoolName")
+    tpu_topology: str = Field("", alias="tpuTopology")
+    tpu_accelerator: str = Field("", alias="tpuAccelerator")
+    tpu_chip_count: int = Field(0, alias="tpuChipCount")
+    spot: bool = False
+    jobset_name: str = Field("", alias="jobsetName")
+    jobset_namespace: str = Field("", alias="jobsetNamespace")
+    jobset_uid: str = Field("", alias="jobsetUID")
+    slice_name: str = Field("", alias="sliceName")
+    slice_owner_kind: str = Field("", alias="sliceOwnerKind")
+    slice_owner_name: str = Field("", alias="sliceOwnerName")
+    slice_owner_namespace: str = Field("", alias="sliceOwnerNamespace")
+    lws_name: str = Field("", alias="lwsName")
+    lws_namespace: str = Field("", alias="lwsNamespace")
+    lws_uid: str = Field("", alias="lwsUID")
+
+
+class Observation(BaseModel):
+    """Counts and state of one resource; ``up`` is derived from them by ``build``."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    expected: int = Field(alias="expectedCount")
+    ready: int = Field(alias="readyCount")
+    unknown: int = Field(0, alias="unknownCount")
+    status: str = ""
+    expected_down: bool = Field(False, alias="ed")
+    failed: bool = False
+    up: bool = False
+    attrs: Attrs = Attrs()
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        expected: int,
+        ready: int,
+        unknown: int = 0,
+        threshold: float = 1.0,
+        status: str = "",
+        expected_down: bool = False,
+        failed: bool = False,
+        attrs: Attrs | None = None,
+    ) -> Observation:
+        """An observation whose ``up`` follows the upness rule; expected-down is never up."""
+        return cls(
+            expected=expected,
+            ready=ready,
+            unknown=unknown,
+            status=status,
+            expected_down=expected_down,
+            failed=failed,
+            up=is_up(expected, ready, unknown, threshold) and not expected_down,
+            attrs=attrs or Attrs(),
+        )

@@ -1,0 +1,44 @@
+"""The report: one immutable snapshot of everything megamon knows at one ``now`` — the latest
+observation and the summary of every resource of every kind, and the scheduling map. Metrics
+and exporters only ever read a report."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from megamon.domain.kinds import Kind
+from megamon.domain.observations import Observation
+from megamon.domain.summaries import Summary
+
+
+class ScheduledJob(BaseModel):
+    """The JobSet leader Job running on a node pool."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    job_name: str = Field(alias="jobName")
+    jobset_name: str = Field(alias="jobsetName")
+
+
+class KindReport(BaseModel):
+    """Latest observations and summaries of one kind, keyed by resource key."""
+
+    model_config = ConfigDict(frozen=True)
+
+    observations: dict[str, Observation] = {}
+    summaries: dict[str, Summary] = {}
+
+
+class Report(BaseModel):
+    """Everything megamon reports at ``generated_at`` (nanoseconds since the epoch)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    generated_at: int
+    kinds: dict[Kind, KindReport] = {}
+    scheduling: dict[str, ScheduledJob] = {}
+    observed_at: dict[str, int] = {}
+    """Per source (``gke``, ``kubernetes``): when it was last observed successfully (ns)."""
+
+    def kind(self, kind: Kind) -> KindReport:
+        return self.kinds.get(kind, KindReport())

@@ -1,0 +1,294 @@
+"""The aggregator: runs the flow observers → event log → summarizer → report → exporters.
+
+Three loops, each catching and logging its own failures so that one bad cycle never stops
+the service:
+- polling: GKE node pools every ``PollingIntervalSeconds``;
+- workloads: reacts to changes in the watch caches, coalescing bursts (at most once a
+  second), so a JobSet's transition is recorded when it happens, not at the next tick;
+- aggregation: every ``AggregationIntervalSeconds``, observes every kind at one ``now``,
+  records events, and once every required kind has been observed builds the report,
+  publishes it (an atomic reference swap) and runs the exporters. A failing cycle keeps the
+  last good report;
+- persist: writes the history held in memory to the store, so that a slow or failing store
+  delays the writing of a transition, never its timestamp.
+Only a leader (or the only replica) does any of this; ``healthy`` says whether the loops
+still make progress.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from megamon.domain.kinds import Kind
+from megamon.domain.observations import Observation
+from megamon.domain.owners import SliceOwner
+from megamon.domain.reports import Report
+from megamon.errors import MegamonError
+from megamon.observing.cluster import (
+    WORKLOAD_KINDS,
+    observe_pools,
+    observe_scheduling,
+    observe_workloads,
+)
+from megamon.observing.common import Problem, Settings
+from megamon.publishing.joblabels import JobLabeler
+from megamon.recording.eventlog import EventLog
+from megamon.sources.gke.lister import NodePoolLister
+from megamon.sources.gke.views import NodePoolView
+from megamon.sources.kube.cluster import ClusterView
+from megamon.sources.kube.ownermap import OwnerMapStore
+from megamon.sources.kube.snapshot import ClusterSnapshot
+from megamon.summary.report import SettledMemo, build_report
+from megamon.telemetry import Instruments
+
+log = logging.getLogger(__name__)
+
+SOURCE_GKE = "gke"
+SOURCE_KUBERNETES = "kubernetes"
+LOOP_POLL = "poll"
+LOOP_WORKLOADS = "workloads"
+LOOP_AGGREGATE = "aggregate"
+LOOP_PERSIST = "persist"
+COALESCE_SECONDS = 1.0
+STALL_FACTOR = 5
+"""A loop that has not finished an iteration in this many intervals is stuck."""
+MIN_STALL_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Intervals:
+    aggregation: float = 10.0
+    polling: float = 10.0
+    coalesce: float = COALESCE_SECONDS
+    persist: float = 1.0
+
+
+class Aggregator:
+    """Owns the cycle; everything it talks to is passed in."""
+
+    def __init__(
+        self,
+        *,
+        event_log: EventLog,
+        cluster: ClusterView,
+        pools: NodePoolLister,
+        kinds: Iterable[Kind],
+        settings: Settings,
+        export: Callable[[Report], object],
+        intervals: Intervals = Intervals(),
+        owner_maps: OwnerMapStore | None = None,
+        job_labeler: JobLabeler | None = None,
+        is_leader: Callable[[], bool] = lambda: True,
+        instruments: Instruments | None = None,
+        clock: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self._log = event_log
+        self._cluster = cluster
+        self._pool_lister = pools
+        self._kinds = frozenset(kinds)
+        self._settings = settings
+        self._export = export
+        self._intervals = intervals
+        self._owner_maps = owner_maps
+        self._job_labeler = job_labeler
+        self._is_leader = is_leader
+        self._instruments = instruments or Instruments.unregistered()
+        self._clock = clock
+        self._pools: list[NodePoolView] | None = None
+        self._owner_map: dict[str, SliceOwner] | None = None
+        self._observed_at: dict[str, int] = {}
+        self._report: Report | None = None
+        self._memo = SettledMemo()
+        self._record_lock = threading.Lock()
+        self._problems_seen: set[Problem] = set()
+        self._progress: dict[str, float] = {}
+        self.changed = threading.Event()
+        """Set by the watch caches on every change; wakes the workload loop."""
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+
+    # What the rest of the service reads --------------------------------------------------
+
+    def latest_report(self) -> Report | None:
+        return self._report
+
+    def ready(self) -> bool:
+        return self._report is not None
+
+    def store_description(self) -> str:
+        return self._log.store.describe()
+
+    def healthy(self) -> bool:
+        """Every running loop has finished an iteration recently."""
+        now = time.monotonic()
+        limits = {
+            LOOP_POLL: self._intervals.polling,
+            LOOP_WORKLOADS: self._intervals.aggregation,
+            LOOP_AGGREGATE: self._intervals.aggregation,
+            LOOP_PERSIST: self._intervals.persist,
+        }
+        for loop, last in self._progress.items():
+            if now - last > max(STALL_FACTOR * limits[loop], MIN_STALL_SECONDS):
+                return False
+        return True
+
+    # One step of each loop ---------------------------------------------------------------
+
+    def poll_once(self) -> bool:
+        """List node pools; on failure keep the previous list (its age shows in freshness)."""
+        try:
+            pools = self._pool_lister.list_node_pools()
+        except MegamonError as err:
+            log.error("cannot list node pools: %s", err)
+            return False
+        self._pools = pools
+        self._observed_at[SOURCE_GKE] = self._clock()
+        return True
+
+    def _report_problems(self, problems: Iterable[Problem]) -> None:
+        """Log and count each distinct problem once, not every cycle."""
+        for problem in problems:
+            if problem not in self._problems_seen:
+                self._problems_seen.add(problem)
+                self._instruments.observation_errors.labels(kind=problem.kind.value).inc()
+                log.warning("skipped %s", problem)
+
+    def _workload_batch(
+        self, snapshot: ClusterSnapshot, now: int
+    ) -> dict[Kind, dict[str, Observation]]:
+        if self._owner_map is None:
+            self._owner_map = self._load_owner_map()
+        result = observe_workloads(
+            snapshot, self._kinds & WORKLOAD_KINDS, self._owner_map, self._settings, now
+        )
+        self._report_problems(result.problems)
+        if self._owner_maps is not None and Kind.SLICE in self._kinds:
+            try:
+                self._owner_maps.save(result.owner_map)
+            except MegamonError as err:
+                log.error("cannot save the slice owner map: %s", err)
+        self._owner_map = result.owner_map
+        if self._job_labeler is not None:
+            self._job_labeler.label(snapshot.leader_pods, snapshot.nodes)
+        contact = self._cluster.last_contact_ns()
+        if contact is not None:
+            self._observed_at[SOURCE_KUBERNETES] = contact
+        return result.batch
+
+    def _load_owner_map(self) -> dict[str, SliceOwner]:
+        if self._owner_maps is None or Kind.SLICE not in self._kinds:
+            return {}
+        try:
+            return self._owner_maps.load()
+        except MegamonError as err:
+            log.error("cannot load the slice owner map (starting empty): %s", err)
+            return {}
+
+    def _record(self, batch: dict[Kind, dict[str, Observation]], now: int) -> None:
+        """Apply the batch to the history in memory; the persist loop writes it out."""
+        with self._record_lock:
+            try:
+                self._log.append(batch, now, flush=False)
+            except MegamonError as err:
+                log.error("cannot record events: %s", err)
+
+    def persist_once(self) -> bool:
+        """Write out history held in memory only; on failure it stays pending."""
+        if not self._log.pending:
+            return True
+        try:
+            self._log.flush()
+        except MegamonError as err:
+            log.error("cannot write history (kept in memory, retried): %s", err)
+            return False
+        return True
+
+    def observe_workloads_once(self) -> None:
+        """React to a change of JobSets, LWS, Slices or nodes: record workload kinds now."""
+        if not self._cluster.synced():
+            return
+        now = self._clock()
+        self._record(self._workload_batch(self._cluster.snapshot(), now), now)
+
+    def aggregate_once(self) -> Report | None:
+        """One cycle at one ``now``; returns the report it published, if any."""
+        start = time.perf_counter()
+        now = self._clock()
+        batch: dict[Kind, dict[str, Observation]] = {}
+        snapshot = self._cluster.snapshot() if self._cluster.synced() else None
+        if snapshot is not None:
+            if self._pools is not None:
+                observed = observe_pools(self._pools, snapshot, self._settings, now)
+                self._report_problems(observed.problems)
+                batch[Kind.NODEPOOL] = observed.observations
+            batch.update(self._workload_batch(snapshot, now))
+        if batch:
+            self._record(batch, now)
+        if snapshot is None or not self._log.ready:
+            return None
+        log_snapshot = self._log.snapshot()
+        report = build_report(
+            log_snapshot.observations,
+            log_snapshot.records,
+            kinds=self._kinds,
+            scheduling=observe_scheduling(snapshot, self._pools or []),
+            observed_at=self._observed_at,
+            now=now,
+            memo=self._memo,
+        )
+        self._report = report
+        self._export(report)
+        self._instruments.aggregation_duration.observe(time.perf_counter() - start)
+        return report
+
+    # Loops ---------------------------------------------------------------------------------
+
+    def _loop(self, name: str, step: Callable[[], object], wait: Callable[[], object]) -> None:
+        while not self._stop.is_set():
+            if self._is_leader():
+                try:
+                    step()
+                except Exception:  # the loop's boundary: log, keep the last good report
+                    log.exception("%s cycle failed", name)
+            self._progress[name] = time.monotonic()
+            wait()
+
+    def _wait_for_change(self) -> None:
+        self._stop.wait(self._intervals.coalesce)
+        self.changed.wait(self._intervals.aggregation)
+        self.changed.clear()
+
+    def start(self) -> Aggregator:
+        self._stop.clear()
+        loops: list[tuple[str, Callable[[], object], Callable[[], object]]] = [
+            (LOOP_POLL, self.poll_once, lambda: self._stop.wait(self._intervals.polling)),
+            (LOOP_WORKLOADS, self.observe_workloads_once, self._wait_for_change),
+            (
+                LOOP_AGGREGATE,
+                self.aggregate_once,
+                lambda: self._stop.wait(self._intervals.aggregation),
+            ),
+            (LOOP_PERSIST, self.persist_once, lambda: self._stop.wait(self._intervals.persist)),
+        ]
+        for name, step, wait in loops:
+            thread = threading.Thread(
+                target=self._loop, args=(name, step, wait), name=name, daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the loops, then write out what is still held in memory (best effort)."""
+        self._stop.set()
+        self.changed.set()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._threads.clear()
+        if self._is_leader():
+            self.persist_once()

@@ -1,0 +1,76 @@
+"""What every observer returns, and the settings they share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from megamon.domain.kinds import Kind
+from megamon.domain.observations import Observation
+from megamon.domain.rules.readiness import DEFAULT_UNKNOWN_GRACE_NS
+
+
+@dataclass(frozen=True)
+class Settings:
+    """``UnknownCountThreshold`` and the node Unknown grace period."""
+
+    threshold: float = 1.0
+    grace_ns: int = DEFAULT_UNKNOWN_GRACE_NS
+
+
+@dataclass(frozen=True)
+class Problem:
+    """An object that could not be observed: the caller logs it once and counts it."""
+
+    kind: Kind
+    subject: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.subject}: {self.message}"
+
+
+@dataclass
+class Observed:
+    """The observations of one kind, and what had to be skipped."""
+
+    observations: dict[str, Observation] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class Reuse(Generic[K, V]):
+    """What the latest call of an observer built for each resource, and from what.
+
+    Observers are pure: inputs equal to last time give an equal observation, so the same
+    object is handed back instead of a new one. At fleet scale that is thousands of pydantic
+    models a cycle not built, and — as observations live until the next cycle — not piling
+    up in the garbage collector's oldest generation, whose full collections then scan the
+    whole heap. Only the entries of the latest call are kept.
+    """
+
+    def __init__(self) -> None:
+        self._latest: dict[K, tuple[tuple[object, ...], V]] = {}
+
+    @contextmanager
+    def call(self) -> Iterator[Callable[[K, tuple[object, ...], Callable[[], V]], V]]:
+        """``get(key, inputs, build)`` for one call of the observer: the value built last
+        time for ``key`` if its ``inputs`` are equal (identical, mostly: the watch caches
+        keep unchanged projections), else ``build()``. Kept when the call succeeds."""
+        latest = self._latest
+        current: dict[K, tuple[tuple[object, ...], V]] = {}
+
+        def get(key: K, inputs: tuple[object, ...], build: Callable[[], V]) -> V:
+            found = current.get(key) or latest.get(key)
+            if found is None or found[0] != inputs:
+                found = (inputs, build())
+            current[key] = found
+            return found[1]
+
+        yield get
+        self._latest = current

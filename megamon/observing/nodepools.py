@@ -1,0 +1,129 @@
+"""Node pools: GKE says which TPU pools exist and their status; nodes say how many are ready.
+
+Expected nodes come from the pool's topology and machine type (16x16 on ct5lp-hightpu-4t →
+64); when the pool gives no usable size, from a node's labels (topology chips over
+``gke-accelerator-count``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from functools import partial
+
+from megamon.domain.kinds import Kind
+from megamon.domain.observations import Attrs, Observation
+from megamon.domain.rules import tpu
+from megamon.domain.rules.readiness import Readiness, node_readiness
+from megamon.errors import ObservationError
+from megamon.observing.common import Observed, Problem, Reuse, Settings
+from megamon.sources.gke.views import EXPECTED_DOWN_STATUSES, FAILED_STATUSES, NodePoolView
+from megamon.sources.kube.projections import NodeView
+
+
+def _count(nodes: list[NodeView], now: int, settings: Settings) -> tuple[int, int]:
+    """(ready, unknown) nodes: a plain loop, as it runs over every node of the fleet."""
+    ready = unknown = 0
+    grace = settings.grace_ns
+    for node in nodes:
+        state = node_readiness(node.ready_status, node.ready_since_ns, now, grace)
+        if state is Readiness.READY:
+            ready += 1
+        elif state is Readiness.UNKNOWN:
+            unknown += 1
+    return ready, unknown
+
+
+def _size(pool: NodePoolView, nodes: list[NodeView]) -> tuple[str, int]:
+    """(topology, expected nodes) from the pool, else from its nodes' labels."""
+    if pool.tpu_topology:
+        try:
+            return pool.tpu_topology, tpu.expected_nodes(pool.tpu_topology, pool.machine_type)
+        except ObservationError as err:
+            if not nodes:
+                raise
+            pool_error: ObservationError | None = err
+    else:
+        pool_error = None
+    for node in nodes:
+        if node.topology and node.accelerator_count:
+            return node.topology, tpu.expected_nodes_from_labels(
+                node.topology, node.accelerator_count
+            )
+    raise pool_error or ObservationError("no TPU topology on the pool or on any of its nodes")
+
+
+def _is_tpu_pool(pool: NodePoolView, nodes: list[NodeView]) -> bool:
+    if pool.tpu_topology or nodes:
+        return True
+    try:
+        tpu.chips_per_vm(pool.machine_type)
+    except ObservationError:
+        return False  # a CPU or GPU pool: not megamon's business
+    return True
+
+
+_REUSE: Reuse[str, Observation] = Reuse()
+
+
+def _observation(  # noqa: PLR0917 - called with the reuse key spread out
+    pool: NodePoolView,
+    topology: str,
+    expected: int,
+    ready: int,
+    unknown: int,
+    accelerator: str,
+    settings: Settings,
+) -> Observation:
+    return Observation.build(
+        expected=expected,
+        ready=ready,
+        unknown=unknown,
+        threshold=settings.threshold,
+        status=pool.status,
+        expected_down=pool.status in EXPECTED_DOWN_STATUSES,
+        failed=pool.status in FAILED_STATUSES,
+        attrs=Attrs(
+            nodepool_name=pool.name,
+            tpu_topology=topology,
+            tpu_accelerator=accelerator,
+            tpu_chip_count=tpu.topology_chips(topology),
+            spot=pool.spot,
+        ),
+    )
+
+
+def observe_nodepools(
+    pools: Iterable[NodePoolView], nodes: Iterable[NodeView], now: int, settings: Settings
+) -> Observed:
+    """One observation per TPU node pool, keyed by pool name."""
+    by_pool: dict[str, list[NodeView]] = defaultdict(list)
+    for node in nodes:
+        if node.topology:
+            by_pool[node.nodepool].append(node)
+    result = Observed()
+    with _REUSE.call() as reuse:
+        for pool in pools:
+            members = by_pool.pop(pool.name, [])
+            if not _is_tpu_pool(pool, members):
+                continue
+            try:
+                topology, expected = _size(pool, members)
+            except ObservationError as err:
+                result.problems.append(Problem(Kind.NODEPOOL, pool.name, str(err)))
+                continue
+            ready, unknown = _count(members, now, settings)
+            accelerator = pool.accelerator or next((n.accelerator for n in members), "")
+            inputs = (pool, topology, expected, ready, unknown, accelerator, settings)
+            built = reuse(pool.name, inputs, partial(_observation, *inputs))
+            result.observations[pool.name] = built
+    for name, orphans in sorted(by_pool.items()):
+        result.problems.append(
+            Problem(
+                Kind.NODEPOOL,
+                name or "(no gke-nodepool label)",
+                f"{len(orphans)} TPU node(s) name this node pool, which GKE does not list; "
+                "not counted",
+            )
+        )
+    return result

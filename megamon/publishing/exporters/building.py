@@ -1,0 +1,63 @@
+"""``build_exporters``: the exporters a configuration's ``Exporters`` key names.
+
+The ``gcs`` exporter writes where the event store lives: the bucket when
+``EventsBucketName`` is set, else ``EventsLocalDir`` — so a cluster without a bucket still
+keeps its report archive beside its history. In simulation (``EnableSimulation``) the event
+store is in memory and the reports go to ``EventsLocalDir``: a simulated fleet never writes
+into a production bucket.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.cloud.storage import Client as StorageClient
+
+from megamon.config import EXPORTER_CONFIGMAP, EXPORTER_GCS, EXPORTER_STDOUT, Config
+from megamon.errors import ConfigError
+from megamon.publishing.exporters.archives import GcsReportExporter, LocalReportExporter
+from megamon.publishing.exporters.base import Exporter
+from megamon.publishing.exporters.configmap import ConfigMapExporter
+from megamon.publishing.exporters.streams import StdoutExporter
+from megamon.stores.factory import gcs_client
+from megamon.telemetry import Instruments
+
+
+def build_exporters(
+    config: Config,
+    *,
+    api_client: Any = None,
+    storage_client: StorageClient | None = None,
+    instruments: Instruments | None = None,
+) -> list[Exporter]:
+    """One exporter per name in ``config.Exporters``, in order, each name once.
+
+    ``api_client`` (a ``kubernetes.client.ApiClient``) is required by ``configmap``;
+    ``storage_client`` is built from the ambient credentials when ``gcs`` needs one.
+    """
+    exporters: list[Exporter] = []
+    for name in dict.fromkeys(config.Exporters):
+        if name == EXPORTER_STDOUT:
+            exporters.append(StdoutExporter())
+        elif name == EXPORTER_CONFIGMAP:
+            exporters.append(_configmap_exporter(config, api_client))
+        elif name == EXPORTER_GCS:
+            exporters.append(_report_exporter(config, storage_client, instruments))
+    return exporters
+
+
+def _configmap_exporter(config: Config, api_client: Any) -> ConfigMapExporter:
+    if api_client is None:
+        raise ConfigError(f"the {EXPORTER_CONFIGMAP} exporter needs a Kubernetes API client")
+    return ConfigMapExporter(api_client, config.ReportConfigMapRef)
+
+
+def _report_exporter(
+    config: Config, storage_client: StorageClient | None, instruments: Instruments | None
+) -> GcsReportExporter | LocalReportExporter:
+    if config.EnableSimulation or not config.EventsBucketName:
+        return LocalReportExporter(config.EventsLocalDir)
+    client = storage_client or gcs_client(config.GKE.ProjectID)
+    return GcsReportExporter(
+        client, config.EventsBucketName, config.events_path, instruments=instruments
+    )

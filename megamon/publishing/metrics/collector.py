@@ -1,0 +1,495 @@
+"""The fleet's Prometheus series, rendered from the latest report on every scrape.
+
+The report is an immutable snapshot that already holds every figure (docs/architecture.md): the
+collector only turns it into metric families, so there are no module-global gauges to keep in
+step with it, no stale series of a resource that left the fleet, and no lock.
+
+The emission rules — which series a resource has, and when — are ``_SUMMARY_GAUGES`` and
+``_row_values``, and nothing else. A scrape turns each resource into one row: its label set
+and one value per family of its kind (``None`` where it has no sample). The families read
+their samples from those rows on demand: as text lines for ``exposition`` (the fast
+encoder; a 65,000-node fleet is ~200,000 samples), or as ``Sample`` tuples for
+``prometheus_client``. A resource's label set is escaped once and kept from one scrape to
+the next while its attrs stay the same.
+
+A scrape never fails because of one bad resource: it is left out entirely (none of its series
+appear, so no dashboard sees half of it), a warning is logged the first time, and the rest of
+the fleet is published. A standby replica publishes only ``build_info`` and ``leader 0``, so
+that two replicas never both publish the fleet; before the first report the leader publishes
+the same two.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+from operator import attrgetter
+
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.samples import Sample
+
+from megamon.domain.kinds import Kind
+from megamon.domain.observations import Attrs, Observation
+from megamon.domain.reports import KindReport, Report
+from megamon.domain.summaries import Summary
+from megamon.domain.timestamps import NANOS_PER_SECOND
+from megamon.publishing.metrics import exposition, names
+
+log = logging.getLogger(__name__)
+
+_MAX_WARNED = 10_000
+"""Distinct failures remembered for warn-once; past that the memory starts over."""
+
+_NOUNS: dict[Kind, str] = {
+    Kind.NODEPOOL: "node pool",
+    Kind.JOBSET: "JobSet",
+    Kind.JOBSET_NODES: "JobSet's nodes",
+    Kind.SLICE: "slice",
+    Kind.LEADERWORKERSET: "LeaderWorkerSet",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class BuildInfo:
+    """What is running, published as ``<prefix>_build_info{version,commit,date} 1``."""
+
+    version: str
+    commit: str
+    date: str
+
+
+@dataclass(frozen=True, slots=True)
+class _SummaryGauge:
+    """One per-kind gauge read from a ``Summary`` field."""
+
+    suffix: str
+    help: str
+    """HELP text; ``{noun}`` is replaced by the kind's noun."""
+    field: str
+    """The ``Summary`` field it reads."""
+    always: bool
+    """Emitted even when zero (otherwise only when non-zero)."""
+    scale: int
+    """Divisor: ``NANOS_PER_SECOND`` for durations (ns → s), 1 for counts."""
+
+
+def _duration(suffix: str, field: str, help: str, *, always: bool = False) -> _SummaryGauge:
+    return _SummaryGauge(suffix, help, field, always, NANOS_PER_SECOND)
+
+
+def _count(suffix: str, field: str, help: str) -> _SummaryGauge:
+    return _SummaryGauge(suffix, help, field, True, 1)
+
+
+_SUMMARY_GAUGES: tuple[_SummaryGauge, ...] = (
+    _duration(names.UP_TIME, "up_time", "Total time the {noun} was up.", always=True),
+    _duration(
+        names.DOWN_TIME,
+        "down_time",
+        "Total time the {noun} was down, the time before its first up included.",
+        always=True,
+    ),
+    _count(
+        names.INTERRUPTION_COUNT,
+        "interruption_count",
+        "Interruptions of the {noun}: up to down transitions that were not expected.",
+    ),
+    _count(
+        names.RECOVERY_COUNT,
+        "recovery_count",
+        "Recoveries of the {noun}: down to up transitions that ended an unexpected down period.",
+    ),
+    _duration(
+        names.DOWN_TIME_INITIAL,
+        "down_time_initial",
+        "Time from the {noun}'s first observation to its first up (only when non-zero).",
+    ),
+    _duration(
+        names.DOWN_TIME_BETWEEN_RECOVERY,
+        "total_down_time_between_recovery",
+        "Total time to recover of the {noun}: down periods ended by an up (only when non-zero).",
+    ),
+    _duration(
+        names.DOWN_TIME_BETWEEN_RECOVERY_MEAN,
+        "mean_down_time_between_recovery",
+        "Mean time to recover (MTTR) of the {noun} (only when non-zero).",
+    ),
+    _duration(
+        names.DOWN_TIME_BETWEEN_RECOVERY_LATEST,
+        "latest_down_time_between_recovery",
+        "Length of the {noun}'s latest down period ended by an up (only when non-zero).",
+    ),
+    _duration(
+        names.UP_TIME_BETWEEN_INTERRUPTION,
+        "total_up_time_between_interruption",
+        "Total time between interruptions of the {noun} (only when non-zero).",
+    ),
+    _duration(
+        names.UP_TIME_BETWEEN_INTERRUPTION_MEAN,
+        "mean_up_time_between_interruption",
+        "Mean time between interruptions (MTBI) of the {noun} (only when non-zero).",
+    ),
+    _duration(
+        names.UP_TIME_BETWEEN_INTERRUPTION_LATEST,
+        "latest_up_time_between_interruption",
+        "Length of the {noun}'s latest up period ended by a down (only when non-zero).",
+    ),
+)
+
+_UP_HELP = "1 if the {noun} is up (ready and not expected down), else 0."
+_CHIPS_HELP = "TPU chips of the {noun} (only when known)."
+_PROVISIONING_HELP = (
+    "Time the {noun} took (success, failed) or has taken so far (provisioning) to first come up."
+)
+
+
+def _text(field: str, value: object) -> str:
+    """``value`` if it is a string: anything else would break the exposition, not just a series."""
+    if not isinstance(value, str):
+        raise TypeError(f"{field} is {value!r}, not a string")
+    return value
+
+
+def attr_labels(attrs: Attrs) -> dict[str, str]:
+    """The label set of a resource: its non-empty attrs, ``spot="true"`` only when spot."""
+    labels: dict[str, str] = {}
+    for field, key in names.ATTR_LABELS:
+        value = getattr(attrs, field)
+        if value is True:
+            labels[key] = names.SPOT_TRUE
+        elif value:
+            labels[key] = _text(field, value)
+    return labels
+
+
+_ATTR_VALUES = attrgetter(*(field for field, _ in names.ATTR_LABELS))
+"""Every attr that becomes a label, as one tuple: the key of the label-set cache."""
+
+
+class _LabelSet:
+    """One resource's labels, as a dict (for ``Sample``) and as exposition text (escaped once)."""
+
+    __slots__ = ("_with_state", "mapping", "text")
+
+    def __init__(self, mapping: dict[str, str]) -> None:
+        self.mapping = mapping
+        self.text = exposition.label_text(mapping)
+        self._with_state: dict[str, _LabelSet] = {}
+
+    def with_state(self, state: str) -> _LabelSet:
+        """These labels plus ``provisioning_state``."""
+        found = self._with_state.get(state)
+        if found is None:
+            found = _LabelSet({**self.mapping, names.LABEL_PROVISIONING_STATE: state})
+            self._with_state[state] = found
+        return found
+
+
+def _row_values(obs: Observation, summary: Summary | None) -> tuple[float | None, ...]:
+    """The emission rules: the value of each of a resource's series, ``None`` if absent.
+
+    In family order (``_kind_families``): ``up``; each ``_SUMMARY_GAUGES`` entry (when there
+    is a summary, and the value is non-zero or always emitted); chips (when known); the
+    provisioning duration (when there is a provisioning state, which becomes its label).
+    """
+    values: list[float | None] = [1.0 if obs.up else 0.0]
+    if summary is None:
+        values.extend(_NO_SUMMARY)
+    else:
+        for value, (always, scale) in zip(_summary_fields(summary), _SUMMARY_RULES, strict=True):
+            values.append(value / scale if value or always else None)
+    chips = obs.attrs.tpu_chip_count
+    values.append(chips / 1 if chips else None)
+    if summary is not None and summary.provisioning_state:
+        values.append(summary.provisioning_duration / NANOS_PER_SECOND)
+    else:
+        values.append(None)
+    return tuple(values)
+
+
+_summary_fields = attrgetter(*(spec.field for spec in _SUMMARY_GAUGES))
+_SUMMARY_RULES = tuple((spec.always, spec.scale) for spec in _SUMMARY_GAUGES)
+_NO_SUMMARY = (None,) * len(_SUMMARY_GAUGES)
+
+
+def _kind_families(prefix: str, kind: Kind) -> list[tuple[str, str]]:
+    """(name, help) of every family of ``kind``, in exposition order."""
+    noun = _NOUNS.get(kind, kind.value)
+    specs = [
+        (names.UP, _UP_HELP),
+        *((spec.suffix, spec.help) for spec in _SUMMARY_GAUGES),
+        (names.TPU_CHIP_COUNT, _CHIPS_HELP),
+        (names.PROVISIONING_DURATION, _PROVISIONING_HELP),
+    ]
+    return [
+        (names.kind_metric(prefix, kind.value, suffix), help.format(noun=noun))
+        for suffix, help in specs
+    ]
+
+
+_PROVISIONING = len(_SUMMARY_GAUGES) + 2
+"""The column of the provisioning duration, the one family with a label of its own."""
+
+
+class _KindTable:
+    """Every resource of one kind for one scrape, column-wise: per family, one value (or
+    ``None``) per resource, so that rendering a family is one pass over plain lists."""
+
+    def __init__(self, prefix: str, kind: Kind) -> None:
+        self.families = _kind_families(prefix, kind)
+        self.labels: list[_LabelSet] = []
+        self.states: list[str] = []
+        self.columns: list[list[float | None]] = [[] for _ in self.families]
+        self._texts: list[str] | None = None
+
+    def add(self, labels: _LabelSet, obs: Observation, summary: Summary | None) -> None:
+        values = _row_values(obs, summary)  # raises before anything is added
+        self.labels.append(labels)
+        self.states.append(str(summary.provisioning_state) if summary is not None else "")
+        for column, value in zip(self.columns, values, strict=True):
+            column.append(value)
+
+    def label_sets(self, index: int) -> list[_LabelSet]:
+        """The label set of each resource in family ``index``."""
+        if index != _PROVISIONING:
+            return self.labels
+        return [
+            labels.with_state(state) if value is not None else labels
+            for labels, state, value in zip(
+                self.labels, self.states, self.columns[index], strict=True
+            )
+        ]
+
+    def label_texts(self, index: int) -> list[str]:
+        if index != _PROVISIONING:
+            if self._texts is None:
+                self._texts = [labels.text for labels in self.labels]
+            return self._texts
+        return [labels.text for labels in self.label_sets(index)]
+
+    def gauges(self) -> list[_KindGauge]:
+        """A family for each column with at least one sample."""
+        return [
+            _KindGauge(name, help, self, index)
+            for index, (name, help) in enumerate(self.families)
+            if any(value is not None for value in self.columns[index])
+        ]
+
+
+class _KindGauge(exposition.RenderedFamily):
+    """One family of a kind: its samples are one column of the table, read on demand."""
+
+    def __init__(self, name: str, help: str, table: _KindTable, index: int) -> None:
+        super().__init__(name, help)
+        self.table = table
+        self.index = index
+
+    def build_samples(self) -> list[Sample]:
+        name, values = self.name, self.table.columns[self.index]
+        return [
+            Sample(name, labels.mapping, value)
+            for labels, value in zip(self.table.label_sets(self.index), values, strict=True)
+            if value is not None
+        ]
+
+    def sample_lines(self) -> list[str]:
+        index = self.index
+        return exposition.gauge_lines(
+            self.name, self.table.label_texts(index), self.table.columns[index]
+        )
+
+
+class _Listed(exposition.RenderedFamily):
+    """A family given as it is: a label set and a value per sample."""
+
+    def __init__(
+        self, name: str, help: str, labels: list[_LabelSet], values: list[float | None]
+    ) -> None:
+        super().__init__(name, help)
+        self.labels = labels
+        self.values = values
+
+    def build_samples(self) -> list[Sample]:
+        return [
+            Sample(self.name, labels.mapping, value)
+            for labels, value in zip(self.labels, self.values, strict=True)
+            if value is not None
+        ]
+
+    def sample_lines(self) -> list[str]:
+        return exposition.gauge_lines(self.name, [ls.text for ls in self.labels], self.values)
+
+
+_SCHEDULED_HELP = "1 for each node pool running the leader pod of a JobSet's Job."
+
+
+def _always_leader() -> bool:
+    return True
+
+
+class ReportCollector:
+    """A prometheus-client collector rendering ``latest()`` afresh on every ``collect()``.
+
+    Register it in a private ``CollectorRegistry``. ``prefix`` is already a metric name part
+    (``Config.metric_prefix``: ``megamon.alpha`` → ``megamon_alpha``).
+    """
+
+    def __init__(
+        self,
+        prefix: str,
+        latest: Callable[[], Report | None],
+        is_leader: Callable[[], bool] = _always_leader,
+        *,
+        build: BuildInfo,
+    ) -> None:
+        self._prefix = prefix
+        self._latest = latest
+        self._is_leader = is_leader
+        self._build = build
+        self._warned: set[str] = set()
+        self._label_sets: dict[tuple[object, ...], _LabelSet] = {}
+        """Label sets of the resources of the last scrape, by their attrs' label values."""
+
+    def describe(self) -> Iterator[Metric]:
+        """Every family name this collector may emit, so the registry can refuse clashes."""
+        yield from self._process_families()
+        yield from self._freshness_families()
+        yield self._scheduling_family()
+        for kind in Kind:
+            for name, help in _kind_families(self._prefix, kind):
+                yield GaugeMetricFamily(name, help)
+
+    def collect(self) -> Iterator[Metric]:
+        leader = self._call_is_leader()
+        build_info, leader_family = self._process_families()
+        build_info.add_metric([self._build.version, self._build.commit, self._build.date], 1.0)
+        leader_family.add_metric([], 1.0 if leader else 0.0)
+        yield build_info
+        yield leader_family
+        if not leader:
+            return
+        report = self._call_latest()
+        if report is None:
+            return
+        yield from self._guarded("freshness", partial(self._freshness, report))
+        previous, self._label_sets = self._label_sets, {}
+        for kind in Kind:
+            kind_families = partial(self._kind, report, kind, previous)
+            yield from self._guarded(f"kind {kind.value}", kind_families)
+        yield from self._guarded("scheduling", partial(self._scheduling, report))
+
+    def _process_families(self) -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
+        build_info = GaugeMetricFamily(
+            names.process_metric(self._prefix, names.BUILD_INFO),
+            "The running megamon build; always 1.",
+            labels=[names.LABEL_VERSION, names.LABEL_COMMIT, names.LABEL_DATE],
+        )
+        leader = GaugeMetricFamily(
+            names.process_metric(self._prefix, names.LEADER),
+            "1 if this replica leads and publishes the fleet's series, 0 on a standby.",
+        )
+        return build_info, leader
+
+    def _freshness_families(self) -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
+        observed = GaugeMetricFamily(
+            names.process_metric(self._prefix, names.LAST_OBSERVATION_TIMESTAMP),
+            "Unix time of the last successful observation of each source.",
+            labels=[names.LABEL_SOURCE],
+        )
+        reported = GaugeMetricFamily(
+            names.process_metric(self._prefix, names.LAST_REPORT_TIMESTAMP),
+            "Unix time at which the published report was generated.",
+        )
+        return observed, reported
+
+    def _scheduling_family(self) -> GaugeMetricFamily:
+        return GaugeMetricFamily(
+            names.process_metric(self._prefix, names.NODEPOOL_JOB_SCHEDULED),
+            _SCHEDULED_HELP,
+            labels=[names.LABEL_NODEPOOL_NAME, names.LABEL_JOB_NAME, names.LABEL_JOBSET_NAME],
+        )
+
+    def _freshness(self, report: Report) -> list[GaugeMetricFamily]:
+        observed, reported = self._freshness_families()
+        for source, ns in report.observed_at.items():
+            observed.add_metric([_text("source", source)], ns / NANOS_PER_SECOND)
+        reported.add_metric([], report.generated_at / NANOS_PER_SECOND)
+        return [observed, reported] if observed.samples else [reported]
+
+    def _scheduling(self, report: Report) -> list[_Listed]:
+        label_sets = []
+        for nodepool, job in report.scheduling.items():
+            try:
+                labels = {
+                    names.LABEL_NODEPOOL_NAME: _text("node pool", nodepool),
+                    names.LABEL_JOB_NAME: _text("job name", job.job_name),
+                    names.LABEL_JOBSET_NAME: _text("JobSet name", job.jobset_name),
+                }
+            except Exception as err:
+                self._warn_once(f"scheduling {nodepool!r}", err)
+                continue
+            label_sets.append(_LabelSet(labels))
+        if not label_sets:
+            return []
+        name = names.process_metric(self._prefix, names.NODEPOOL_JOB_SCHEDULED)
+        return [_Listed(name, _SCHEDULED_HELP, label_sets, [1.0] * len(label_sets))]
+
+    def _kind(
+        self, report: Report, kind: Kind, previous: dict[tuple[object, ...], _LabelSet]
+    ) -> list[_KindGauge]:
+        table = _KindTable(self._prefix, kind)
+        kind_report: KindReport = report.kind(kind)
+        summaries = kind_report.summaries
+        for key, obs in kind_report.observations.items():
+            try:
+                table.add(self._labels(obs.attrs, previous), obs, summaries.get(key))
+            except Exception as err:
+                self._warn_once(f"{kind.value} {key!r}", err)
+        return table.gauges()
+
+    def _labels(self, attrs: Attrs, previous: dict[tuple[object, ...], _LabelSet]) -> _LabelSet:
+        """The label set of ``attrs``: escaped once, then reused while the resource lasts."""
+        try:
+            key: tuple[object, ...] | None = _ATTR_VALUES(attrs)
+            found = self._label_sets.get(key) or previous.get(key)  # type: ignore[arg-type]
+        except TypeError:  # an unhashable attr value: attr_labels will say what is wrong
+            key, found = None, None
+        if found is None:
+            found = _LabelSet(attr_labels(attrs))
+        if key is not None:
+            self._label_sets[key] = found
+        return found
+
+    def _guarded(self, what: str, render: Callable[[], Sequence[Metric]]) -> Sequence[Metric]:
+        """``render()``, or nothing (and a warning) if it fails: the scrape goes on."""
+        try:
+            return render()
+        except Exception as err:
+            self._warn_once(what, err)
+            return []
+
+    def _call_is_leader(self) -> bool:
+        try:
+            return bool(self._is_leader())
+        except Exception as err:
+            self._warn_once("is_leader()", err)
+            return False
+
+    def _call_latest(self) -> Report | None:
+        try:
+            return self._latest()
+        except Exception as err:
+            self._warn_once("latest()", err)
+            return None
+
+    def _warn_once(self, what: str, err: Exception) -> None:
+        """Log a rendering failure at warning the first time, at debug afterwards."""
+        if what in self._warned:
+            log.debug("metrics: %s left out of the scrape again: %r", what, err)
+            return
+        if len(self._warned) >= _MAX_WARNED:
+            self._warned.clear()
+        self._warned.add(what)
+        log.warning("metrics: %s left out of the scrape: %r", what, err, exc_info=err)

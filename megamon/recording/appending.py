@@ -1,0 +1,81 @@
+"""The append rules: which observations become events (docs/rules.md).
+
+Pure: the caller passes ``now`` (one per cycle, shared by every kind) and gets new records
+back; nothing is mutated, read from the clock or logged.
+
+- first observation of a key: down@now (failed/expected-down as observed); if up, also up@now;
+- afterwards: an event when ``up`` changes, or when ``failed`` changes while down;
+- a key no longer observed is retired (its record leaves the live set, to be archived).
+
+An event is never stamped earlier than the record's last event: with clock skew between
+replicas, a ``now`` behind the history is raised to the last timestamp, so the history stays
+ordered and no period comes out negative.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
+from megamon.domain.observations import Observation
+
+
+def _down_flags(observation: Observation) -> int:
+    return (FLAG_EXPECTED_DOWN if observation.expected_down else 0) | (
+        FLAG_FAILED if observation.failed else 0
+    )
+
+
+def next_record(record: EventRecord | None, observation: Observation, now: int) -> EventRecord:
+    """The record after ``observation`` at ``now``; the same object when nothing changed."""
+    if record is None or not record.timestamps:
+        flags = bytes((_down_flags(observation),))
+        if observation.up:
+            return EventRecord.trusted((now, now), flags + bytes((FLAG_UP,)))
+        return EventRecord.trusted((now,), flags)
+
+    last_ts = record.timestamps[-1]
+    last_flags = record.flags[-1]
+    was_up = bool(last_flags & FLAG_UP)
+    if observation.up == was_up and (
+        was_up or observation.failed == bool(last_flags & FLAG_FAILED)
+    ):
+        return record
+    new_flags = FLAG_UP if observation.up else _down_flags(observation)
+    return EventRecord.trusted(
+        (*record.timestamps, max(now, last_ts)), record.flags + bytes((new_flags,))
+    )
+
+
+@dataclass(frozen=True)
+class Reconciled:
+    """The outcome of one batch of observations for one kind."""
+
+    records: dict[str, EventRecord]
+    """The live records after the batch (observed keys only)."""
+    changed: frozenset[str]
+    """Keys that gained an event."""
+    retired: dict[str, EventRecord] = field(default_factory=dict)
+    """Keys that were no longer observed, with their final records."""
+
+    @property
+    def dirty(self) -> bool:
+        """Whether the live set differs from the one the batch started from."""
+        return bool(self.changed or self.retired)
+
+
+def reconcile(
+    records: Mapping[str, EventRecord], observations: Mapping[str, Observation], now: int
+) -> Reconciled:
+    """Apply one batch of observations of a kind to its live records."""
+    live: dict[str, EventRecord] = {}
+    changed: set[str] = set()
+    for key, observation in observations.items():
+        before = records.get(key)
+        after = next_record(before, observation, now)
+        if after is not before:
+            changed.add(key)
+        live[key] = after
+    retired = {key: rec for key, rec in records.items() if key not in observations}
+    return Reconciled(records=live, changed=frozenset(changed), retired=retired)

@@ -1,2 +1,0 @@
-"""Pure decision rules of DESIGN §3: upness, node readiness, TPU sizing. No I/O, no clock,
-no logging — callers pass ``now`` and decide what to do with a typed error."""

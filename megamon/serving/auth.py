@@ -1,0 +1,250 @@
+"""Who may scrape ``/metrics`` when ``SecureMetrics`` is on: the Kubernetes API decides.
+
+megamon keeps no credentials of its own. Like controller-runtime's
+``WithAuthenticationAndAuthorization`` filter (Go operators' secure metrics) and
+kube-rbac-proxy, it asks the API server about each scraper's bearer token: a TokenReview
+says whose token it is, then a SubjectAccessReview says whether that user may ``get`` the
+non-resource URL ``/metrics``, which the usual Prometheus ClusterRole grants
+(``nonResourceURLs: ["/metrics"], verbs: ["get"]``). megamon's service account needs
+``create`` on ``tokenreviews`` and ``subjectaccessreviews``, which is exactly what
+``deploy/components/secure-metrics`` grants.
+
+Asking on every scrape would add two API calls to each one, so answers are cached by the
+SHA-256 of the token — the token itself is never kept, logged or shown — for a short while:
+an allowed token for ``allowed_ttl`` (30 s), a refused one for ``denied_ttl`` (5 s, so a
+freshly granted role works almost at once). A revoked token or role therefore keeps working
+for at most ``allowed_ttl``. When the API cannot answer, the scrape gets 503, not 500 and
+never a guess, and the failure is not cached, so the next scrape asks again.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+log = logging.getLogger(__name__)
+
+ALLOWED_TTL_SECONDS = 30.0
+DENIED_TTL_SECONDS = 5.0
+MAX_CACHED_TOKENS = 1024
+"""Enough for every scraper of a fleet; bounds memory if someone sprays random tokens."""
+REVIEW_TIMEOUT_SECONDS = 5.0
+"""Per review request: two of them fit in Prometheus's default 10 s scrape timeout."""
+_MAX_TOKEN_LENGTH = 16 * 1024
+"""Service-account JWTs are about 1 KiB; anything far longer is refused without asking."""
+_MAX_DETAIL = 200
+"""A logged failure stays one short line."""
+
+
+class Outcome(enum.IntEnum):
+    """The answer to a scrape, valued as the HTTP status it is served with."""
+
+    ALLOWED = 200
+    UNAUTHENTICATED = 401
+    FORBIDDEN = 403
+    UNAVAILABLE = 503
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether to serve, and why not in words safe to show the caller (never the token)."""
+
+    outcome: Outcome
+    reason: str = ""
+    user: str = ""
+
+    @property
+    def allowed(self) -> bool:
+        return self.outcome is Outcome.ALLOWED
+
+
+class Guard(Protocol):
+    """Decides a request from its ``Authorization`` header (``None`` when absent)."""
+
+    def check(self, authorization: str | None) -> Verdict: ...
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of ``Authorization: Bearer <token>`` (scheme case-insensitive), else None.
+
+    A token with spaces or control characters cannot be a Kubernetes token and is treated as
+    no token, so garbage never reaches the API server.
+    """
+    if authorization is None:
+        return None
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or len(token) > _MAX_TOKEN_LENGTH:
+        return None
+    if not token.isascii() or not token.isprintable() or " " in token:
+        return None
+    return token
+
+
+class _Cache:
+    """Verdicts by token digest, each until its own expiry; least recently used goes first."""
+
+    def __init__(self, max_entries: int, clock: Callable[[], float]) -> None:
+        self._entries: OrderedDict[bytes, tuple[float, Verdict]] = OrderedDict()
+        self._max = max_entries
+        self._clock = clock
+        self._lock = threading.Lock()
+
+    def get(self, key: bytes) -> Verdict | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            expires, verdict = entry
+            if self._clock() >= expires:
+                del self._entries[key]
+                return None
+            self._entries.move_to_end(key)
+            return verdict
+
+    def put(self, key: bytes, verdict: Verdict, ttl: float) -> None:
+        if ttl <= 0 or self._max <= 0:
+            return
+        with self._lock:
+            self._entries[key] = (self._clock() + ttl, verdict)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+class _Unavailable(Exception):
+    """The API did not answer a review; the message is one line, free of the token."""
+
+
+class KubeGuard:
+    """Delegates authentication and authorization of scrapers to the Kubernetes API.
+
+    ``api_client`` is a ``kubernetes.client.ApiClient`` (megamon's own, shared with the
+    watches: its connection pool is thread-safe). ``path`` and ``verb`` are the non-resource
+    URL and verb the SubjectAccessReview asks about; ``clock`` is injectable for tests.
+    """
+
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        path: str = "/metrics",
+        verb: str = "get",
+        allowed_ttl: float = ALLOWED_TTL_SECONDS,
+        denied_ttl: float = DENIED_TTL_SECONDS,
+        max_entries: int = MAX_CACHED_TOKENS,
+        timeout: float = REVIEW_TIMEOUT_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._authn = k8s.AuthenticationV1Api(api_client)
+        self._authz = k8s.AuthorizationV1Api(api_client)
+        self._path = path
+        self._verb = verb
+        self._allowed_ttl = allowed_ttl
+        self._denied_ttl = denied_ttl
+        self._timeout = timeout
+        self._cache = _Cache(max_entries, clock)
+
+    def check(self, authorization: str | None) -> Verdict:
+        """The verdict for this ``Authorization`` header, from the cache or the API."""
+        token = bearer_token(authorization)
+        if token is None:
+            return Verdict(Outcome.UNAUTHENTICATED, "a bearer token is required")
+        key = hashlib.sha256(token.encode()).digest()
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        try:
+            verdict = self._review(token)
+        except _Unavailable as err:
+            log.warning("metrics auth: %s; answering 503", err)
+            return Verdict(Outcome.UNAVAILABLE, "cannot check the token now; try again")
+        ttl = self._allowed_ttl if verdict.allowed else self._denied_ttl
+        self._cache.put(key, verdict, ttl)
+        if not verdict.allowed:
+            who = f" for {verdict.user}" if verdict.user else ""
+            log.debug("metrics auth: %d%s: %s", verdict.outcome, who, verdict.reason)
+        return verdict
+
+    def cached_tokens(self) -> int:
+        """How many token digests the cache holds (for tests and debugging)."""
+        return len(self._cache)
+
+    def _review(self, token: str) -> Verdict:
+        """A TokenReview, then (if the token is good) a SubjectAccessReview."""
+        review = self._call(
+            "TokenReview",
+            token,
+            self._authn.create_token_review,
+            k8s.V1TokenReview(
+                api_version="authentication.k8s.io/v1",
+                kind="TokenReview",
+                spec=k8s.V1TokenReviewSpec(token=token),
+            ),
+        )
+        status = review.status
+        if status is None or not status.authenticated or status.user is None:
+            return Verdict(Outcome.UNAUTHENTICATED, "the token is not valid")
+        user = status.user
+        username = user.username or ""
+        access = self._call(
+            "SubjectAccessReview",
+            token,
+            self._authz.create_subject_access_review,
+            k8s.V1SubjectAccessReview(
+                api_version="authorization.k8s.io/v1",
+                kind="SubjectAccessReview",
+                spec=k8s.V1SubjectAccessReviewSpec(
+                    user=username,
+                    groups=user.groups,
+                    uid=user.uid,
+                    extra=user.extra,
+                    non_resource_attributes=k8s.V1NonResourceAttributes(
+                        path=self._path, verb=self._verb
+                    ),
+                ),
+            ),
+        )
+        if access.status is not None and access.status.allowed:
+            return Verdict(Outcome.ALLOWED, user=username)
+        return Verdict(
+            Outcome.FORBIDDEN,
+            f"user {username!r} may not {self._verb} {self._path}",
+            user=username,
+        )
+
+    def _call(self, kind: str, token: str, create: Callable[..., Any], body: Any) -> Any:
+        """``create(body)`` with a timeout; any failure becomes ``_Unavailable``.
+
+        Every failure, not only ``ApiException``: whatever goes wrong on the way to the API
+        (refused connection, timeout, an answer that does not parse), the scrape must be
+        refused as unavailable rather than crash into a 500. The message names the status,
+        or the exception's type and first line with ``token`` masked, never a response body,
+        which could echo the request.
+        """
+        try:
+            return create(body, _request_timeout=self._timeout)
+        except ApiException as err:
+            raise _Unavailable(f"{kind} failed: HTTP {err.status} {err.reason}") from None
+        except Exception as err:
+            # urllib3's MaxRetryError wraps the error that matters (refused, timed out).
+            cause = getattr(err, "reason", None)
+            if isinstance(cause, Exception):
+                err = cause
+            lines = str(err).replace(token, "<token>").splitlines()
+            detail = lines[0][:_MAX_DETAIL] if lines else ""
+            raise _Unavailable(f"{kind} failed: {type(err).__name__}: {detail}") from None

@@ -1,0 +1,112 @@
+"""Listing a cluster's node pools: from the GKE API, or inferred from nodes in simulation."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+import requests
+from google.api_core import exceptions as api_exceptions
+from google.api_core import retry as api_retry
+from google.auth.credentials import AnonymousCredentials
+from google.cloud import container_v1
+
+from megamon.domain.labels import GKE_ACCELERATOR_TYPE
+from megamon.errors import SourceError
+from megamon.sources.gke.views import NodePoolView
+from megamon.telemetry import Instruments
+
+SIMULATED_MACHINE_TYPE = "tpu7x-standard-4t"
+DEFAULT_TIMEOUT = 15.0
+DEFAULT_DEADLINE = 15.0
+"""Short: the polling loop asks again every interval, and a long retry inside one call would
+only delay seeing the next change of a node pool."""
+MAX_BACKOFF = 2.0
+
+_RETRYABLE = api_retry.if_exception_type(
+    api_exceptions.ServiceUnavailable,
+    api_exceptions.TooManyRequests,
+    api_exceptions.InternalServerError,
+    api_exceptions.BadGateway,
+    api_exceptions.GatewayTimeout,
+    requests.exceptions.ConnectionError,
+    requests.exceptions.Timeout,
+)
+_FAILURES = (api_exceptions.GoogleAPIError, requests.exceptions.RequestException)
+
+
+class NodePoolLister(Protocol):
+    def list_node_pools(self) -> list[NodePoolView]: ...
+
+
+def _view(pool: Any) -> NodePoolView:
+    config = pool.config
+    return NodePoolView(
+        name=pool.name,
+        status=pool.status.name,
+        machine_type=config.machine_type,
+        tpu_topology=pool.placement_policy.tpu_topology,
+        accelerator=config.resource_labels.get(GKE_ACCELERATOR_TYPE, ""),
+        spot=bool(config.spot),
+        status_message=pool.status_message,
+    )
+
+
+def make_client(endpoint: str = "") -> container_v1.ClusterManagerClient:
+    """A REST client; an ``http://`` endpoint (an emulator) gets anonymous credentials."""
+    if not endpoint:
+        return container_v1.ClusterManagerClient(transport="rest")
+    credentials = AnonymousCredentials() if endpoint.startswith("http://") else None  # type: ignore[no-untyped-call]
+    return container_v1.ClusterManagerClient(
+        transport="rest", client_options={"api_endpoint": endpoint}, credentials=credentials
+    )
+
+
+class GkeNodePoolLister:
+    """ListNodePools of one cluster, with per-call timeout, retries and a latency histogram."""
+
+    def __init__(
+        self,
+        cluster_ref: str,
+        client: container_v1.ClusterManagerClient,
+        *,
+        instruments: Instruments | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        deadline: float = DEFAULT_DEADLINE,
+        initial_backoff: float = 0.25,
+    ) -> None:
+        self._ref = cluster_ref
+        self._client = client
+        self._latency = (instruments or Instruments.unregistered()).gke_latency
+        self._timeout = timeout
+        self._retry = api_retry.Retry(
+            predicate=_RETRYABLE, initial=initial_backoff, maximum=MAX_BACKOFF, timeout=deadline
+        )
+
+    def list_node_pools(self) -> list[NodePoolView]:
+        start = time.perf_counter()
+        try:
+            response = self._client.list_node_pools(
+                parent=self._ref, timeout=self._timeout, retry=self._retry
+            )
+        except api_exceptions.RetryError as err:
+            raise SourceError(f"GKE ListNodePools {self._ref}: gave up: {err.cause}") from err
+        except _FAILURES as err:
+            raise SourceError(f"GKE ListNodePools {self._ref}: {err}") from err
+        finally:
+            self._latency.observe(time.perf_counter() - start)
+        return [_view(pool) for pool in response.node_pools]
+
+
+class StaticNodePoolLister:
+    """Node pools held in memory: tests and tools set them; ``fail`` makes listing fail."""
+
+    def __init__(self, pools: Iterable[NodePoolView] = ()) -> None:
+        self.pools = list(pools)
+        self.fail: SourceError | None = None
+
+    def list_node_pools(self) -> list[NodePoolView]:
+        if self.fail is not None:
+            raise self.fail
+        return list(self.pools)

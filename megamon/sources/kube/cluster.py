@@ -1,0 +1,126 @@
+"""The Kubernetes side of the cluster as megamon sees it: one watch cache per resource type.
+
+``ClusterView`` is what observers read (snapshots of projections); ``KubeCluster`` keeps it
+current with watches; ``StaticCluster`` holds fixed snapshots for tests and tools.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from megamon.sources.kube import resources
+from megamon.sources.kube.cache import WatchCache
+from megamon.sources.kube.projections import jobset_view, lws_view, node_view, pod_view, slice_view
+from megamon.sources.kube.snapshot import ClusterSnapshot
+from megamon.sources.kube.watching import WatchSettings
+
+
+class ClusterView(Protocol):
+    def snapshot(self) -> ClusterSnapshot: ...
+
+    def synced(self) -> bool:
+        """Whether every watched type has been listed once."""
+        ...
+
+    def last_contact_ns(self) -> int | None:
+        """When the API server last answered every watch (the oldest of them)."""
+        ...
+
+
+class StaticCluster:
+    """A cluster that never changes: fixed snapshots."""
+
+    def __init__(self, snapshot: ClusterSnapshot, contact_ns: int | None = None) -> None:
+        self._snapshot = snapshot
+        self._contact = contact_ns
+
+    def snapshot(self) -> ClusterSnapshot:
+        return self._snapshot
+
+    def synced(self) -> bool:
+        return True
+
+    def last_contact_ns(self) -> int | None:
+        return self._contact
+
+
+class KubeCluster:
+    """Watch caches for nodes, leader pods, JobSets and, when enabled, LWS and Slices."""
+
+    def __init__(
+        self,
+        api: Any,
+        *,
+        leaderworkersets: bool = False,
+        slices: bool = False,
+        settings: WatchSettings | None = None,
+        on_change: Callable[[], None] | None = None,
+        on_problem: Callable[[str, str], None] | None = None,
+    ) -> None:
+        common: dict[str, Any] = {
+            "settings": settings,
+            "on_change": on_change,
+            "on_problem": on_problem,
+        }
+        self.nodes = WatchCache("nodes", resources.node_lister(api), node_view, **common)
+        self.pods = WatchCache("pods", resources.leader_pod_lister(api), pod_view, **common)
+        self.jobsets = WatchCache(
+            "jobsets", resources.custom_lister(api, resources.JOBSETS), jobset_view, **common
+        )
+        self.lws = (
+            WatchCache(
+                "leaderworkersets",
+                resources.custom_lister(api, resources.LEADERWORKERSETS),
+                lws_view,
+                **common,
+            )
+            if leaderworkersets
+            else None
+        )
+        self.slices = (
+            WatchCache(
+                "slices", resources.custom_lister(api, resources.SLICES), slice_view, **common
+            )
+            if slices
+            else None
+        )
+
+    def _caches(self) -> list[WatchCache[Any]]:
+        optional = [c for c in (self.lws, self.slices) if c is not None]
+        return [self.nodes, self.pods, self.jobsets, *optional]
+
+    def start(self) -> KubeCluster:
+        for cache in self._caches():
+            cache.start()
+        return self
+
+    def stop(self) -> None:
+        for cache in self._caches():
+            cache.stop()
+
+    def wait_synced(self, timeout: float) -> bool:
+        """Wait until every cache has listed once; ``False`` if ``timeout`` passed first."""
+        deadline = time.monotonic() + timeout
+        return all(
+            cache.synced.wait(max(0.0, deadline - time.monotonic())) for cache in self._caches()
+        )
+
+    def synced(self) -> bool:
+        return all(cache.synced.is_set() for cache in self._caches())
+
+    def last_contact_ns(self) -> int | None:
+        contacts = [cache.last_contact_ns for cache in self._caches()]
+        if any(c is None for c in contacts):
+            return None
+        return min(c for c in contacts if c is not None)
+
+    def snapshot(self) -> ClusterSnapshot:
+        return ClusterSnapshot(
+            nodes=self.nodes.snapshot(),
+            leader_pods=self.pods.snapshot(),
+            jobsets=self.jobsets.snapshot(),
+            leaderworkersets=self.lws.snapshot() if self.lws else {},
+            slices=self.slices.snapshot() if self.slices else {},
+        )

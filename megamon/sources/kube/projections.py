@@ -1,0 +1,272 @@
+"""Small projections of Kubernetes objects: only what docs/rules.md needs, never whole objects.
+
+A TPU node object is ~9 KB of JSON; its projection is a slotted tuple of a few strings, so a
+65,000-node cluster fits in tens of MB. The strings nodes share (pool, topology, accelerator,
+JobSet, status) are interned: one copy per value, not one per node. Projections are built
+from raw JSON (dicts from orjson), never from the client's model classes. Objects missing
+what a projection needs raise ``ObservationError`` naming the object; the cache skips and
+counts them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from sys import intern
+from typing import Any
+
+from megamon.domain import labels, timestamps
+from megamon.errors import ObservationError
+
+Json = dict[str, Any]
+
+
+def _meta(obj: Json, what: str) -> tuple[Json, str]:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        raise ObservationError(f"{what} without metadata.name")
+    return meta, meta["name"]
+
+
+def _dict(obj: Json, key: str) -> Json:
+    """``obj[key]`` when it is an object, else an empty one (missing fields are not errors)."""
+    found = obj.get(key)
+    return found if isinstance(found, dict) else {}
+
+
+def _labels(meta: Json) -> dict[str, str]:
+    found = meta.get("labels")
+    return found if isinstance(found, dict) else {}
+
+
+def _condition(obj: Json, kind: str) -> Json | None:
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    if not isinstance(conditions, list):
+        return None
+    for condition in conditions:
+        if isinstance(condition, dict) and condition.get("type") == kind:
+            return condition
+    return None
+
+
+def _shared(found: dict[str, Any], key: str) -> str:
+    """A label value many objects share, interned; ``""`` when absent."""
+    value = found.get(key)
+    return intern(value) if isinstance(value, str) else ""
+
+
+def _int(value: Any, default: int, what: str) -> int:
+    if value is None:
+        return default
+    if type(value) is not int or value < 0:
+        raise ObservationError(f"{what} must be a non-negative integer, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    name: str
+    nodepool: str
+    topology: str
+    accelerator: str
+    accelerator_count: str
+    spot: bool
+    jobset_namespace: str
+    jobset_name: str
+    ready_status: str | None
+    ready_since_ns: int | None
+
+
+def node_view(obj: Json) -> NodeView:
+    meta, name = _meta(obj, "node")
+    lab = _labels(meta)
+    ready = _condition(obj, labels.CONDITION_READY)
+    since: int | None = None
+    if ready is not None and isinstance(ready.get("lastTransitionTime"), str):
+        try:
+            since = timestamps.parse(ready["lastTransitionTime"])
+        except timestamps.TimestampError as err:
+            raise ObservationError(f"node {name}: Ready lastTransitionTime: {err}") from None
+    return NodeView(
+        name=name,
+        nodepool=_shared(lab, labels.NODEPOOL),
+        topology=_shared(lab, labels.TPU_TOPOLOGY),
+        accelerator=_shared(lab, labels.TPU_ACCELERATOR),
+        accelerator_count=_shared(lab, labels.ACCELERATOR_COUNT),
+        spot=lab.get(labels.SPOT) == "true",
+        jobset_namespace=_shared(lab, labels.PROVISIONER_JOBSET_NAMESPACE),
+        jobset_name=_shared(lab, labels.PROVISIONER_JOBSET_NAME),
+        ready_status=intern(str(ready.get("status"))) if ready is not None else None,
+        ready_since_ns=since,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    namespace: str
+    name: str
+    node_name: str
+    job_name: str
+    jobset_name: str
+    completion_index: str
+
+
+def pod_view(obj: Json) -> PodView:
+    meta, name = _meta(obj, "pod")
+    lab = _labels(meta)
+    spec = _dict(obj, "spec")
+    return PodView(
+        namespace=str(meta.get("namespace", "")),
+        name=name,
+        node_name=str(spec.get("nodeName") or ""),
+        job_name=lab.get(labels.JOB_NAME, ""),
+        jobset_name=lab.get(labels.JOBSET_NAME, ""),
+        completion_index=lab.get(labels.JOB_COMPLETION_INDEX, ""),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TpuSelector:
+    """TPU attributes a pod template asks for through its ``nodeSelector``."""
+
+    accelerator: str = ""
+    topology: str = ""
+    spot: bool = False
+
+
+def _selector(template: Any) -> TpuSelector:
+    spec = template.get("spec") if isinstance(template, dict) else None
+    selector = spec.get("nodeSelector") if isinstance(spec, dict) else None
+    if not isinstance(selector, dict):
+        return TpuSelector()
+    return TpuSelector(
+        accelerator=str(selector.get(labels.TPU_ACCELERATOR, "")),
+        topology=str(selector.get(labels.TPU_TOPOLOGY, "")),
+        spot=selector.get(labels.SPOT) == "true",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicatedJobView:
+    name: str
+    replicas: int
+    parallelism: int
+    tpu: TpuSelector
+
+
+@dataclass(frozen=True, slots=True)
+class JobSetView:
+    uid: str
+    name: str
+    namespace: str
+    replicated_jobs: tuple[ReplicatedJobView, ...]
+    ready: int
+    terminal: str
+    """The first of Completed/Failed/Suspended whose condition is True, or ``""``."""
+
+
+def _replicated_job(raw: Any, where: str) -> ReplicatedJobView:
+    if not isinstance(raw, dict):
+        raise ObservationError(f"{where}: a replicated job must be an object")
+    template = _dict(raw, "template")
+    job_spec = _dict(template, "spec")
+    return ReplicatedJobView(
+        name=str(raw.get("name", "")),
+        replicas=_int(raw.get("replicas"), 1, f"{where}: replicas"),
+        parallelism=_int(job_spec.get("parallelism"), 1, f"{where}: parallelism"),
+        tpu=_selector(job_spec.get("template")),
+    )
+
+
+def _terminal(obj: Json) -> str:
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for condition in conditions if isinstance(conditions, list) else ():
+        if (
+            isinstance(condition, dict)
+            and condition.get("type") in labels.JOBSET_TERMINAL
+            and condition.get("status") == labels.TRUE
+        ):
+            return str(condition["type"])
+    return ""
+
+
+def jobset_view(obj: Json) -> JobSetView:
+    meta, name = _meta(obj, "jobset")
+    where = f"jobset {meta.get('namespace', '')}/{name}"
+    spec = _dict(obj, "spec")
+    raw_jobs = spec.get("replicatedJobs") or []
+    if not isinstance(raw_jobs, list):
+        raise ObservationError(f"{where}: spec.replicatedJobs must be a list")
+    status = _dict(obj, "status")
+    ready = 0
+    for rj in status.get("replicatedJobsStatus") or []:
+        if isinstance(rj, dict):
+            ready += _int(rj.get("ready"), 0, f"{where}: replicatedJobsStatus.ready")
+    return JobSetView(
+        uid=str(meta.get("uid", "")),
+        name=name,
+        namespace=str(meta.get("namespace", "")),
+        replicated_jobs=tuple(_replicated_job(rj, where) for rj in raw_jobs),
+        ready=ready,
+        terminal=_terminal(obj),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LwsView:
+    uid: str
+    name: str
+    namespace: str
+    replicas: int
+    ready_replicas: int
+    tpu: TpuSelector
+
+
+def lws_view(obj: Json) -> LwsView:
+    meta, name = _meta(obj, "leaderworkerset")
+    where = f"leaderworkerset {meta.get('namespace', '')}/{name}"
+    spec = _dict(obj, "spec")
+    status = _dict(obj, "status")
+    template = spec.get("leaderWorkerTemplate")
+    worker = template.get("workerTemplate") if isinstance(template, dict) else None
+    return LwsView(
+        uid=str(meta.get("uid", "")),
+        name=name,
+        namespace=str(meta.get("namespace", "")),
+        replicas=_int(spec.get("replicas"), 1, f"{where}: spec.replicas"),
+        ready_replicas=_int(status.get("readyReplicas"), 0, f"{where}: status.readyReplicas"),
+        tpu=_selector(worker),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SliceView:
+    name: str
+    owner_kind: str
+    owner_name: str
+    owner_namespace: str
+    ready_status: str | None
+    terminating: bool
+    creation_failed: bool
+    accelerator: str
+    topology: str
+
+
+def slice_view(obj: Json) -> SliceView:
+    meta, name = _meta(obj, "slice")
+    lab = _labels(meta)
+    spec = _dict(obj, "spec")
+    ready = _condition(obj, labels.CONDITION_READY)
+    failed = _condition(obj, labels.CONDITION_SLICE_CREATION_FAILED)
+    return SliceView(
+        name=name,
+        owner_kind=lab.get(labels.SLICE_OWNER_KIND, ""),
+        owner_name=lab.get(labels.SLICE_OWNER_NAME, ""),
+        owner_namespace=lab.get(labels.SLICE_OWNER_NAMESPACE, ""),
+        ready_status=str(ready.get("status")) if ready is not None else None,
+        terminating=bool(meta.get("deletionTimestamp")),
+        creation_failed=failed is not None and failed.get("status") == labels.TRUE,
+        accelerator=str(spec.get("type", "")),
+        topology=str(spec.get("topology", "")),
+    )

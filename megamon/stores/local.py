@@ -1,0 +1,126 @@
+"""``LocalEventStore``: the event store in a local directory, the embedded default.
+
+The directory stands for ``<bucket>/<EventsBucketPath>``: it holds the event files
+themselves (``node-pools.json``, …), ``archive/`` and ``reports/``. Each object's generation
+is kept beside it (``.<name>.generation``). Writes go to a temporary file that is fsynced and
+renamed into place, so a crash leaves the old file or the new one, never half of one; a file
+lock makes compare-and-swap safe between processes on one host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from filelock import FileLock
+
+from megamon.errors import Conflict, StoreError
+from megamon.stores.base import Moved
+from megamon.stores.objects import ObjectEventStore
+from megamon.telemetry import Instruments
+
+LOCK_FILE = ".megamon.lock"
+
+
+class LocalObjects:
+    """Objects as files under ``root``; object names are relative paths."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._lock = FileLock(str(root / LOCK_FILE))
+
+    def describe(self, name: str) -> str:
+        return str(self._root / name) if name else str(self._root)
+
+    def _paths(self, name: str) -> tuple[Path, Path]:
+        path = self._root / name
+        return path, path.with_name(f".{path.name}.generation")
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the directory's lock; the directory is created on first use."""
+        try:
+            self._root.mkdir(parents=True, exist_ok=True)
+            with self._lock:
+                yield
+        except OSError as err:
+            raise StoreError(f"{self._root}: {err.strerror or err}") from err
+
+    def _generation(self, name: str) -> int | None:
+        path, gen_path = self._paths(name)
+        if not path.exists():
+            return None
+        try:
+            return int(gen_path.read_text())
+        except (OSError, ValueError):
+            return 1  # a file placed by hand (or by a copy of a bucket) is generation 1
+
+    def generation(self, name: str) -> int | None:
+        if not self._root.is_dir():
+            return None  # nothing written yet; reading must not create the directory
+        with self._locked():
+            return self._generation(name)
+
+    def download(self, name: str, generation: int) -> bytes:
+        with self._locked():
+            if self._generation(name) != generation:
+                raise Moved(f"{self.describe(name)} is no longer at generation {generation}")
+            return self._paths(name)[0].read_bytes()
+
+    def upload(self, name: str, data: bytes, if_generation: int) -> int:
+        path, gen_path = self._paths(name)
+        with self._locked():
+            current = self._generation(name) or 0
+            if current != if_generation:
+                raise Conflict(
+                    f"{self.describe(name)} is at generation {current}, not {if_generation}"
+                )
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(path, data)
+            _atomic_write(gen_path, str(current + 1).encode())
+            return current + 1
+
+    def copy(self, name: str, new_name: str, generation: int) -> None:
+        self.upload(new_name, self.download(name, generation), 0)
+
+    def list(self, prefix: str) -> list[str]:
+        directory = (self._root / prefix).parent if not prefix.endswith("/") else None
+        base = self._root / prefix if directory is None else directory
+        if not base.is_dir():
+            return []
+        names = []
+        for path in base.rglob("*"):
+            name = path.relative_to(self._root).as_posix()
+            if path.is_file() and not path.name.startswith(".") and name.startswith(prefix):
+                names.append(name)
+        return sorted(names)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see the old or the new content only."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+class LocalEventStore(ObjectEventStore):
+    """The event store in ``directory`` (``EventsLocalDir``, default ``./megamon-data``)."""
+
+    def __init__(self, directory: str | Path, *, instruments: Instruments | None = None) -> None:
+        super().__init__(LocalObjects(Path(directory)), "", instruments=instruments)

@@ -1,0 +1,174 @@
+"""``ObjectEventStore``: the event store over any object backend.
+
+Layout (the bucket's, or a directory's): ``<path>/<event file>`` per kind, and
+``<path>/archive/<kind>/<key>.json`` per retired resource; a key retired again later gets
+``<key>@<retired-at ns>.json`` so no retirement ever replaces another.
+
+Three rules protect the history:
+- reads are cached by generation, so an unchanged file is never downloaded twice;
+- a file that cannot be parsed is never overwritten before it is copied aside to
+  ``<file>.corrupt-<UTC timestamp>``; one error line names both, the corrupt-object counter
+  rises, and the kind starts a fresh record set (written with compare-and-swap against the
+  corrupt generation, so nothing else is clobbered);
+- a file deleted underneath a running megamon is recreated from the records it last saw.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from urllib.parse import quote, unquote
+
+from megamon.codec import history as codec
+from megamon.domain import timestamps
+from megamon.domain.events import ArchiveEntry, EventRecord
+from megamon.domain.kinds import Kind, event_file
+from megamon.errors import Conflict, EventFileError, StoreError
+from megamon.stores.base import Moved, ObjectBackend, Snapshot
+from megamon.telemetry import Instruments
+
+log = logging.getLogger(__name__)
+
+ARCHIVE_DIR = "archive"
+_READ_ATTEMPTS = 3
+
+
+class ObjectEventStore:
+    """An ``EventStore`` over an ``ObjectBackend`` rooted at ``path``."""
+
+    def __init__(
+        self,
+        backend: ObjectBackend,
+        path: str = "",
+        *,
+        instruments: Instruments | None = None,
+        clock: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self._backend = backend
+        self._path = path.strip("/")
+        self._instruments = instruments or Instruments.unregistered()
+        self._clock = clock
+        self._cache: dict[Kind, tuple[int, Snapshot]] = {}
+        self._lock = threading.Lock()
+
+    def _name(self, *parts: str) -> str:
+        return "/".join(p for p in (self._path, *parts) if p)
+
+    def describe(self) -> str:
+        return self._backend.describe(self._path)
+
+    def read(self, kind: Kind) -> Snapshot:
+        name = self._name(event_file(kind))
+        for _ in range(_READ_ATTEMPTS):
+            generation = self._backend.generation(name)
+            with self._lock:
+                cached = self._cache.get(kind)
+            if generation is None:
+                return self._vanished(name, cached[1] if cached else None)
+            if cached is not None and cached[0] == generation:
+                return cached[1]
+            try:
+                data = self._backend.download(name, generation)
+            except Moved:
+                continue
+            snapshot = self._decode(kind, name, data, generation)
+            with self._lock:
+                self._cache[kind] = (generation, snapshot)
+            return snapshot
+        raise StoreError(f"{self._backend.describe(name)} kept changing while being read")
+
+    def _vanished(self, name: str, last_seen: Snapshot | None) -> Snapshot:
+        """No file: new history, or one deleted underneath us — then restore what we saw."""
+        if last_seen is None or not last_seen.records:
+            return Snapshot({}, None)
+        log.warning(
+            "event file %s was deleted underneath megamon; restoring the %d records it last saw",
+            self._backend.describe(name),
+            len(last_seen.records),
+        )
+        return Snapshot(last_seen.records, None)
+
+    def _decode(self, kind: Kind, name: str, data: bytes, generation: int) -> Snapshot:
+        try:
+            records = codec.decode_event_file(data, self._backend.describe(name))
+        except EventFileError as err:
+            self._quarantine(kind, name, generation, err)
+            return Snapshot({}, str(generation))
+        return Snapshot(records, str(generation))
+
+    def _quarantine(self, kind: Kind, name: str, generation: int, err: EventFileError) -> None:
+        aside = f"{name}.corrupt-{timestamps.format_ns(self._clock())}"
+        # Conflict: another replica quarantined this generation at the same instant.
+        with contextlib.suppress(Conflict):
+            self._backend.copy(name, aside, generation)
+        self._instruments.corrupt_objects.labels(kind=kind.value).inc()
+        log.error(
+            "event file %s cannot be parsed (%s); copied to %s, starting a fresh record set",
+            self._backend.describe(name),
+            err.reason,
+            self._backend.describe(aside),
+        )
+
+    def write(self, kind: Kind, records: Mapping[str, EventRecord], version: str | None) -> str:
+        name = self._name(event_file(kind))
+        expected = int(version) if version is not None else 0
+        generation = self._backend.upload(name, codec.encode_event_file(records), expected)
+        with self._lock:
+            self._cache[kind] = (generation, Snapshot(dict(records), str(generation)))
+        return str(generation)
+
+    def _archive_name(self, kind: Kind, key: str, suffix: str = "") -> str:
+        return self._name(ARCHIVE_DIR, kind.value, quote(key, safe="") + suffix + ".json")
+
+    def archive(self, entry: ArchiveEntry) -> str:
+        kind = Kind(entry.kind)
+        data = codec.encode_archive_entry(entry)
+        for name in (
+            self._archive_name(kind, entry.key),
+            self._archive_name(kind, entry.key, f"@{entry.retired_at}"),
+        ):
+            try:
+                self._backend.upload(name, data, 0)
+                return name
+            except Conflict:
+                if self._same_content(name, data):
+                    return name  # written before, e.g. by a retried cycle
+        raise StoreError(
+            f"archive of {entry.kind} {entry.key!r} retired at "
+            f"{timestamps.format_ns(entry.retired_at)} exists with other content"
+        )
+
+    def _same_content(self, name: str, data: bytes) -> bool:
+        generation = self._backend.generation(name)
+        if generation is None:
+            return False
+        try:
+            return self._backend.download(name, generation) == data
+        except Moved:
+            return False
+
+    def archived_keys(self, kind: Kind) -> list[str]:
+        prefix = self._name(ARCHIVE_DIR, kind.value) + "/"
+        keys = {
+            unquote(name[len(prefix) :].removesuffix(".json").split("@", 1)[0])
+            for name in self._backend.list(prefix)
+            if name.endswith(".json")
+        }
+        return sorted(keys)
+
+    def read_archive(self, kind: Kind, key: str) -> list[ArchiveEntry]:
+        base = self._archive_name(kind, key).removesuffix(".json")
+        entries = []
+        for name in self._backend.list(base):
+            rest = name[len(base) :]
+            if rest != ".json" and not (rest.startswith("@") and rest.endswith(".json")):
+                continue
+            generation = self._backend.generation(name)
+            if generation is None:
+                continue
+            data = self._backend.download(name, generation)
+            entries.append(codec.decode_archive_entry(data, self._backend.describe(name)))
+        return sorted(entries, key=lambda e: e.retired_at)

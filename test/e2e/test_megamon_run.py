@@ -1,0 +1,253 @@
+"""``megamon run`` end to end: a real process against the GKE and Kubernetes emulators and a
+fake-gcs-server bucket, read the way Prometheus reads it (``/metrics``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from kubernetes import client as k8s
+from kubernetes import config as kube_config
+
+from internal.fakegke import FakeGke
+from internal.fakekube.fakekube import FakeKube
+from test.e2e.harness import MegamonProcess, Samples, value
+from test.observing.scenarios.world import CLUSTER, LOCATION, PROJECT, World
+
+PATH = "megamon/clusters/e2e"
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    with FakeKube(bookmark_interval=0.5) as kube, FakeGke() as gke:
+        kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+        api = kube_config.new_client_from_config(config_file=str(kubeconfig))
+        w = World(api=api, gke=gke, namespace="team")
+        w.kubeconfig = kubeconfig  # type: ignore[attr-defined]
+        yield w
+        api.close()
+
+
+@pytest.fixture
+def start(world: World, tmp_path: Path, gcs_emulator: Any, gcs_bucket: str) -> Iterator[Any]:
+    running: list[MegamonProcess] = []
+
+    def launch(**overrides: Any) -> MegamonProcess:
+        config = {
+            "AggregationIntervalSeconds": 1,
+            "Exporters": ["configmap", "gcs"],
+            "EventsBucketName": gcs_bucket,
+            "EventsBucketPath": PATH,
+            "GKE": {
+                "ProjectID": PROJECT,
+                "ClusterLocation": LOCATION,
+                "ClusterName": CLUSTER,
+                "Endpoint": world.gke.endpoint,
+            },
+            **overrides,
+        }
+        env = {
+            "KUBECONFIG": str(world.kubeconfig),  # type: ignore[attr-defined]
+            "STORAGE_EMULATOR_HOST": gcs_emulator.endpoint,
+            "GOOGLE_CLOUD_PROJECT": "megamon-test",
+        }
+        process = MegamonProcess(tmp_path, config, env).start()
+        running.append(process)
+        return process
+
+    yield launch
+    for process in running:
+        if process._process is not None and process._process.poll() is None:
+            process.stop()
+
+
+def provisioning(samples: Samples, state: str) -> float | None:
+    return value(
+        samples,
+        "megamon_nodepool_provisioning_duration_seconds",
+        nodepool_name="np",
+        provisioning_state=state,
+    )
+
+
+def test_metrics_answer_503_until_the_first_report(world: World, start: Any) -> None:
+    world.gke.inject_fault(status=403, count=1_000_000)
+    megamon = start()
+    time.sleep(2.5)  # several cycles without node pools
+    status, body = megamon.metrics()
+    assert status == 503, body
+    assert "cannot list node pools" in megamon.log() and "403" in megamon.log()
+    world.gke.clear_faults()
+    samples = megamon.settle(lambda s: value(s, "megamon_build_info") == 1.0, "first report")
+    assert value(samples, "megamon_leader") == 1.0
+
+
+def test_a_pool_provisioning_then_failed_then_successful(world: World, start: Any) -> None:
+    world.pool("np", "PROVISIONING", topology="2x4", machine_type="ct5lp-hightpu-8t")
+    megamon = start()
+    samples = megamon.settle(lambda s: provisioning(s, "provisioning") is not None, "provisioning")
+    assert value(samples, "megamon_nodepool_up", nodepool_name="np") == 0.0
+    assert value(samples, "megamon_nodepool_tpu_chip_count", nodepool_name="np") == 8.0
+    labels = {k: v for (n, lab), _ in samples.items() if n == "megamon_nodepool_up" for k, v in lab}
+    assert labels == {
+        "nodepool_name": "np",
+        "tpu_topology": "2x4",
+        "tpu_accelerator": "tpu-v5-lite-podslice",
+    }
+
+    world.pool_status("np", "ERROR")
+    failed = megamon.settle(lambda s: provisioning(s, "failed") is not None, "failed")
+    frozen = provisioning(failed, "failed")
+    time.sleep(2.0)
+    assert provisioning(megamon.scrape(), "failed") == frozen  # frozen when failure was seen
+
+    world.pool_status("np", "RUNNING")
+    world.node("np-0", "np", topology="2x4")
+    done = megamon.settle(lambda s: provisioning(s, "success") is not None, "success")
+    succeeded = provisioning(done, "success")
+    assert succeeded is not None and frozen is not None and succeeded >= frozen
+    assert value(done, "megamon_nodepool_up", nodepool_name="np") == 1.0
+    assert (
+        value(done, "megamon_nodepool_down_time_initial_seconds", nodepool_name="np") == succeeded
+    )
+    assert provisioning(done, "failed") is None
+
+
+def test_a_restart_continues_the_history_from_gcs(world: World, start: Any) -> None:
+    world.pool("np", "RUNNING", topology="2x4", machine_type="ct5lp-hightpu-8t")
+    world.node("np-0", "np", topology="2x4")
+    first = start()
+    first.settle(lambda s: value(s, "megamon_nodepool_up", nodepool_name="np") == 1.0, "up")
+    world.ready("np-0", "False")
+    first.settle(
+        lambda s: value(s, "megamon_nodepool_interruption_count", nodepool_name="np") == 1.0,
+        "interruption",
+    )
+    world.ready("np-0", "True")
+    before = first.settle(
+        lambda s: value(s, "megamon_nodepool_recovery_count", nodepool_name="np") == 1.0, "recovery"
+    )
+    assert first.stop() == 0
+
+    second = start()
+    after = second.settle(
+        lambda s: value(s, "megamon_nodepool_up", nodepool_name="np") == 1.0, "up after restart"
+    )
+    for name in (
+        "megamon_nodepool_interruption_count",
+        "megamon_nodepool_recovery_count",
+        "megamon_nodepool_down_time_initial_seconds",
+        "megamon_nodepool_down_time_between_recovery_latest_seconds",
+    ):
+        assert value(after, name, nodepool_name="np") == value(before, name, nodepool_name="np")
+    up_before = value(before, "megamon_nodepool_up_time_seconds", nodepool_name="np")
+    up_after = value(after, "megamon_nodepool_up_time_seconds", nodepool_name="np")
+    assert up_before is not None and up_after is not None and up_after > up_before
+
+
+def test_reports_go_to_gcs_and_the_configmap(
+    world: World, start: Any, gcs_client: Any, gcs_bucket: str
+) -> None:
+    world.pool("np", "RUNNING", topology="2x4", machine_type="ct5lp-hightpu-8t")
+    world.node("np-0", "np", topology="2x4")
+    uid = world.jobset("train", replicas=1)
+    world.jobset_status("train", ready=1)
+    megamon = start()
+    megamon.settle(lambda s: value(s, "megamon_jobset_up", jobset_uid=uid) == 1.0, "jobset up")
+    bucket = gcs_client.bucket(gcs_bucket)
+
+    # The report is published, then exported: latest.json first, then the hour's archive, so
+    # wait for the second write of that cycle.
+    def archived() -> list[str]:
+        return [b.name for b in gcs_client.list_blobs(gcs_bucket, prefix=f"{PATH}/reports/2")]
+
+    megamon.wait_for(lambda: bool(archived()), "export")
+    latest = orjson.loads(bucket.blob(f"{PATH}/reports/latest.json").download_as_bytes())
+    assert latest["nodePoolsUp"]["np"]["readyCount"] == 1
+    archives = archived()
+    assert len(archives) == 1 and archives[0].endswith("Z.json")
+    # History is written by its own loop, at most a second after it was recorded.
+    megamon.wait_for(lambda: bucket.get_blob(f"{PATH}/node-pools.json") is not None, "history")
+    events = orjson.loads(bucket.blob(f"{PATH}/node-pools.json").download_as_bytes())
+    assert [e["up"] for e in events["np"]["upEvents"]] == [False, True]
+
+    core = k8s.CoreV1Api(world.api)
+    megamon.wait_for(
+        lambda: bool(core.list_namespaced_config_map("megamon-system").items), "configmap"
+    )
+    cm = core.read_namespaced_config_map("megamon-report", "megamon-system")
+    report = orjson.loads(cm.data["report"])
+    assert report["jobSetsUp"][uid]["jobsetName"] == "train"
+    assert report["nodePoolsUpSummaries"]["np"]["provisioningState"] == "success"
+
+
+def test_every_kind_metric_has_the_design_names(world: World, start: Any) -> None:
+    world.pool("np", "RUNNING", topology="2x4", machine_type="ct5lp-hightpu-8t")
+    world.node("np-0", "np", topology="2x4")
+    uid = world.jobset("train", replicas=1)
+    world.jobset_status("train", ready=1)
+    megamon = start(MetricsPrefix="megamon.alpha")
+    samples = megamon.settle(
+        lambda s: value(s, "megamon_alpha_jobset_up", jobset_uid=uid) == 1.0, "jobset up"
+    )
+    names = {name for name, _ in samples}
+    for kind in ("nodepool", "jobset", "jobset_nodes"):
+        for suffix in (
+            "up",
+            "up_time_seconds",
+            "down_time_seconds",
+            "interruption_count",
+            "recovery_count",
+            "provisioning_duration_seconds",
+        ):
+            assert f"megamon_alpha_{kind}_{suffix}" in names, (kind, suffix)
+    assert "megamon_alpha_build_info" in names and "megamon_alpha_leader" in names
+    assert "megamon_alpha_last_report_timestamp_seconds" in names
+    assert value(samples, "megamon_alpha_last_observation_timestamp_seconds", source="gke")
+
+
+def test_two_replicas_with_leader_election_hand_over(world: World, start: Any) -> None:
+    world.pool("np", "RUNNING", topology="2x4", machine_type="ct5lp-hightpu-8t")
+    world.node("np-0", "np", topology="2x4")
+    first = start(EnableLeaderElection=True)
+    first.settle(lambda s: value(s, "megamon_nodepool_up", nodepool_name="np") == 1.0, "leader")
+    second = start(EnableLeaderElection=True)
+    standby = second.settle(lambda s: value(s, "megamon_leader") == 0.0, "standby")
+    assert {name for name, _ in standby} == {"megamon_build_info", "megamon_leader"}
+    assert value(first.scrape(), "megamon_leader") == 1.0
+
+    assert first.stop() == 0  # releases the lease on the way out
+    took_over = second.settle(
+        lambda s: value(s, "megamon_nodepool_up", nodepool_name="np") == 1.0, "hand-over"
+    )
+    assert value(took_over, "megamon_leader") == 1.0
+
+
+def test_simulation_mode_infers_node_pools_and_needs_no_cloud(world: World, start: Any) -> None:
+    world.node("sim-0", "sim", topology="2x4")
+    world.node("sim-1", "sim", topology="2x4")
+    megamon = start(
+        EnableSimulation=True,
+        EventsBucketName="",
+        Exporters=[],
+        GKE={"Endpoint": "http://127.0.0.1:9"},
+    )
+    samples = megamon.settle(
+        lambda s: value(s, "megamon_nodepool_up", nodepool_name="sim") == 1.0, "simulated pool"
+    )
+    assert value(samples, "megamon_nodepool_tpu_chip_count", nodepool_name="sim") == 8.0
+    assert "history in memory:" in megamon.log()
+
+
+def test_the_leader_publishes_its_own_instruments(world: World, start: Any) -> None:
+    world.pool("np", "RUNNING", topology="2x4", machine_type="ct5lp-hightpu-8t")
+    megamon = start()
+    samples = megamon.settle(
+        lambda s: (value(s, "megamon_aggregation_duration_seconds_count") or 0) > 0, "cycles"
+    )
+    assert (value(samples, "megamon_gke_latency_seconds_count") or 0) > 0
+    assert (value(samples, "megamon_gcs_latency_seconds_count", operation="stat") or 0) > 0

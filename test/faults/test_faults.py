@@ -1,0 +1,226 @@
+"""Faults lose nothing: each case plays the scenario with one kind of fault and compares the
+history megamon wrote with the history of the same scenario without faults — the same
+transitions, nothing lost, nothing duplicated, each timestamp within a cycle or two of the
+clean run (a transition is seen by the next cycle; two runs can fall on either side of one).
+
+Long variants (30 s stalls, longer outages) run with ``make chaos`` (``MEGAMON_CHAOS=1``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import orjson
+import pytest
+
+from test.e2e.harness import value
+from test.faults.harness import (
+    CYCLE_S,
+    PATH,
+    History,
+    Rig,
+    assert_same_history,
+    run_scenario,
+)
+
+CHAOS = bool(os.environ.get("MEGAMON_CHAOS"))
+TOLERANCE_S = 2 * CYCLE_S + 1.0
+"""Two cycles plus scheduling noise on a loaded 2-core machine."""
+STALL_S = 30.0 if CHAOS else 4.0
+
+
+def test_the_clean_scenario_records_what_happened(clean_history: History) -> None:
+    pools = clean_history["nodepool"]
+    assert [e[1:] for e in pools["a"]] == [
+        (False, False, False),
+        (True, False, False),
+        (False, False, False),
+        (True, False, False),
+    ]
+    assert [e[1:] for e in pools["b"]] == [(False, False, True)]
+    assert [e[1] for e in clean_history["jobset"]["train"]] == [False, True, False]
+
+
+# GCS ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [503, 429])
+def test_gcs_error_bursts(fresh_rig: Rig, clean_history: History, status: int) -> None:
+    """GCS answers bursts of 8 errors (503, 429) three times during the scenario. The library
+    retries with backoff; what still fails waits in memory and the persist loop writes it a
+    second later, with its original timestamps.
+    """
+    faults = [
+        (at, f"{status} burst", lambda r, s=status: r.proxy.fail_next(8, s))
+        for at in (2.2, 5.2, 10.2)
+    ]
+    assert_same_history(clean_history, run_scenario(fresh_rig, faults), TOLERANCE_S)
+
+
+def test_gcs_stalls(fresh_rig: Rig, clean_history: History) -> None:
+    """GCS holds two writes for the stall time. The per-call timeout cuts them, the retry or the
+    next persist round writes the history; observation never waits for the store.
+    """
+    faults = [(4.8, "stall the next writes", lambda r: r.proxy.stall_next(2, STALL_S))]
+    assert_same_history(clean_history, run_scenario(fresh_rig, faults), TOLERANCE_S)
+
+
+def test_gcs_connection_reset_in_the_middle_of_an_upload(
+    fresh_rig: Rig, clean_history: History
+) -> None:
+    """The connection is reset half-way through an upload, three times. GCS keeps no partial
+    object; the write is retried with its generation precondition, so it lands once.
+    """
+    faults = [
+        (at, "reset an upload", lambda r: r.proxy.reset_next_upload(1)) for at in (2.1, 5.1, 10.1)
+    ]
+    assert_same_history(clean_history, run_scenario(fresh_rig, faults), TOLERANCE_S)
+
+
+def test_gcs_object_deleted_underneath(fresh_rig: Rig, clean_history: History) -> None:
+    """node-pools.json is deleted while megamon runs. megamon recreates it from the history it
+    holds, with a warning.
+    """
+
+    def delete(r: Rig) -> None:
+        r.storage.bucket(r.bucket).blob(f"{PATH}/node-pools.json").delete()
+
+    faults = [(6.5, "delete node-pools.json", delete)]
+    assert_same_history(clean_history, run_scenario(fresh_rig, faults), TOLERANCE_S)
+
+
+def test_gcs_corrupt_object_is_quarantined_never_overwritten_and_nothing_is_lost(
+    fresh_rig: Rig, clean_history: History
+) -> None:
+    """node-pools.json is replaced by garbage. megamon copies it to node-pools.json.corrupt-<time>
+    first, counts it, and writes the file again from the history it holds.
+    """
+    garbage = b'{"a": {"upEvents": [{"up": "maybe"'
+
+    def corrupt(r: Rig) -> None:
+        r.storage.bucket(r.bucket).blob(f"{PATH}/node-pools.json").upload_from_string(garbage)
+
+    history = run_scenario(fresh_rig, [(6.5, "corrupt node-pools.json", corrupt)])
+    assert_same_history(clean_history, history, TOLERANCE_S)
+    names = [b.name for b in fresh_rig.storage.list_blobs(fresh_rig.bucket, prefix=PATH)]
+    [aside] = [n for n in names if ".corrupt-" in n]
+    assert fresh_rig.storage.bucket(fresh_rig.bucket).blob(aside).download_as_bytes() == garbage
+
+
+def test_two_writers_without_leader_election_race_and_lose_nothing(
+    fresh_rig: Rig, clean_history: History
+) -> None:
+    """Two replicas without leader election write the same history. Compare-and-swap makes the
+    loser re-read; the merge keeps each transition once.
+    """
+    history = run_scenario(fresh_rig, [], replicas=2)
+    assert_same_history(clean_history, history, TOLERANCE_S)
+
+
+def test_two_replicas_with_leader_election(fresh_rig: Rig, clean_history: History) -> None:
+    """Two replicas with leader election: only the leader observes and writes; the standby
+    publishes build info and leader 0.
+    """
+    history = run_scenario(fresh_rig, [], replicas=2, EnableLeaderElection=True)
+    assert_same_history(clean_history, history, TOLERANCE_S + 2 * CYCLE_S)
+
+
+# GKE ------------------------------------------------------------------------------------
+
+
+def test_gke_403_keeps_readiness_and_shows_stale_data(
+    fresh_rig: Rig, clean_history: History
+) -> None:
+    """GKE answers 403 for six seconds. megamon logs one line per failed poll, keeps the last node
+    pool list (node readiness still flows from the Kubernetes API), and the freshness gauge
+    shows the growing age of the GKE data.
+    """
+    seen: dict[str, float | None] = {}
+
+    def forbid(r: Rig) -> None:
+        r.gke.inject_fault(status=403, count=1_000_000)
+
+    def look(r: Rig) -> None:
+        samples = r.processes[0].scrape()
+        seen["up"] = value(samples, "megamon_nodepool_up", nodepool_name="a")
+        fresh = value(samples, "megamon_last_observation_timestamp_seconds", source="gke")
+        seen["age"] = time.time() - fresh if fresh else None
+
+    faults = [
+        (4.0, "GKE answers 403", forbid),
+        (9.7, "scrape", look),
+        (10.5, "GKE answers again", lambda r: r.gke.clear_faults()),
+    ]
+    history = run_scenario(fresh_rig, faults)
+    assert_same_history(clean_history, history, TOLERANCE_S)
+    assert seen["up"] == 1.0  # readiness from the nodes kept the pool's state current
+    assert seen["age"] is not None and seen["age"] > 3.0
+    assert "403" in fresh_rig.processes[0].log()
+
+
+def test_gke_500s_and_timeouts(fresh_rig: Rig, clean_history: History) -> None:
+    """GKE answers 500s, then answers slowly. The client retries the 500s; the slow polls delay
+    only the polling loop.
+    """
+    faults = [
+        (3.0, "GKE 500s", lambda r: r.gke.inject_fault(status=500, count=5)),
+        (6.0, "GKE slow", lambda r: r.gke.inject_fault(latency_seconds=3.0, count=2)),
+    ]
+    assert_same_history(clean_history, run_scenario(fresh_rig, faults), TOLERANCE_S)
+
+
+# Kubernetes -----------------------------------------------------------------------------
+
+
+def test_kubernetes_dropped_watches_and_410_gone(fresh_rig: Rig, clean_history: History) -> None:
+    """Every watch is dropped, then the history is compacted so the reconnect gets 410 Gone. The
+    watch caches reconnect with backoff and list again.
+    """
+    faults = [
+        (4.5, "drop every watch", lambda r: r.kube.drop_watches(abrupt=True)),
+        (7.5, "compact: 410 Gone", lambda r: r.kube.compact(drop_watches=True)),
+    ]
+    assert_same_history(clean_history, run_scenario(fresh_rig, faults), TOLERANCE_S)
+
+
+def test_kubernetes_api_server_restarted_with_the_same_state(
+    fresh_rig: Rig, clean_history: History
+) -> None:
+    """The Kubernetes API server restarts with the same state. The watch caches reconnect and
+    resume from their resourceVersion.
+    """
+    faults = [(4.5, "restart the API server", lambda r: r.kube.restart())]
+    assert_same_history(clean_history, run_scenario(fresh_rig, faults), TOLERANCE_S)
+
+
+# megamon itself -------------------------------------------------------------------------
+
+
+def test_megamon_killed_in_the_middle_of_a_write_then_restarted(
+    fresh_rig: Rig, clean_history: History
+) -> None:
+    """megamon is killed with SIGKILL while a write is held by a stall, then restarted. The
+    restarted megamon reads the history and observes the current state: nothing is lost, but
+    a transition held only in memory when megamon died is stamped when it is seen again."""
+    restarted: dict[str, float] = {}
+
+    def kill_mid_write(r: Rig) -> None:
+        r.proxy.stall_next(1, 30.0, method="POST")
+        r.processes[0].wait_for(
+            lambda: any(rec.method == "POST" for rec in r.proxy.records), "a write", 10
+        )
+        r.processes[0].stop(kill=True)
+        r.proxy.clear_rules()
+        started = time.monotonic()
+        r.megamon()
+        restarted["gap"] = time.monotonic() - started
+
+    history = run_scenario(fresh_rig, [(5.2, "SIGKILL during a write", kill_mid_write)])
+    assert_same_history(clean_history, history, TOLERANCE_S + restarted["gap"] + CYCLE_S)
+    events = orjson.loads(
+        fresh_rig.storage.bucket(fresh_rig.bucket)
+        .blob(f"{PATH}/node-pools.json")
+        .download_as_bytes()
+    )
+    assert set(events) == {"a", "b"}

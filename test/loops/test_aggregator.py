@@ -1,0 +1,220 @@
+"""The aggregation cycle over in-memory parts: a static cluster, static node pools, the
+memory event store."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from megamon.domain import labels
+from megamon.domain.events import EventRecord
+from megamon.domain.kinds import Kind
+from megamon.domain.reports import Report
+from megamon.domain.summaries import ProvisioningState
+from megamon.errors import SourceError, StoreError
+from megamon.loops.aggregator import Aggregator, Intervals
+from megamon.observing.common import Settings
+from megamon.recording.eventlog import EventLog
+from megamon.sources.gke.lister import StaticNodePoolLister
+from megamon.sources.gke.views import NodePoolView
+from megamon.sources.kube.cluster import StaticCluster
+from megamon.sources.kube.projections import jobset_view, node_view
+from megamon.sources.kube.snapshot import ClusterSnapshot
+from megamon.stores.memory import MemoryEventStore
+from megamon.telemetry import Instruments
+
+S = 10**9
+T0 = 1_780_272_000 * S
+KINDS = frozenset({Kind.NODEPOOL, Kind.JOBSET, Kind.JOBSET_NODES})
+
+
+def tpu_node(name: str, pool: str) -> Any:
+    return node_view(
+        {
+            "metadata": {
+                "name": name,
+                "labels": {
+                    labels.NODEPOOL: pool,
+                    labels.TPU_TOPOLOGY: "2x4",
+                    labels.ACCELERATOR_COUNT: "8",
+                },
+            },
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        }
+    )
+
+
+POOL = NodePoolView("np", "RUNNING", "ct5lp-hightpu-8t", "2x4", "tpu-v5-lite-podslice", False)
+JOBSET = jobset_view(
+    {
+        "metadata": {"name": "js", "namespace": "team", "uid": "uid-js"},
+        "spec": {"replicatedJobs": [{"name": "w", "replicas": 1}]},
+        "status": {"replicatedJobsStatus": [{"ready": 1}]},
+    }
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def make(**overrides: Any) -> tuple[Aggregator, dict[str, Any]]:
+    parts: dict[str, Any] = {
+        "store": MemoryEventStore(),
+        "cluster": StaticCluster(
+            ClusterSnapshot(nodes={"n": tpu_node("n", "np")}, jobsets={"team/js": JOBSET}), T0
+        ),
+        "pools": StaticNodePoolLister([POOL]),
+        "exported": [],
+        "clock": Clock(),
+        "registry": CollectorRegistry(),
+    }
+    parts.update(overrides)
+    instruments = Instruments("megamon", parts["registry"])
+    aggregator = Aggregator(
+        event_log=EventLog(parts["store"], KINDS, instruments=instruments),
+        cluster=parts["cluster"],
+        pools=parts["pools"],
+        kinds=KINDS,
+        settings=Settings(),
+        export=parts["exported"].append,
+        intervals=Intervals(aggregation=0.05, polling=0.05, coalesce=0.01),
+        instruments=instruments,
+        clock=parts["clock"],
+    )
+    return aggregator, parts
+
+
+def test_no_report_before_node_pools_were_listed() -> None:
+    aggregator, parts = make()
+    assert aggregator.aggregate_once() is None
+    assert not aggregator.ready() and parts["exported"] == []
+
+
+def test_a_cycle_records_summarizes_and_exports_at_one_now() -> None:
+    aggregator, parts = make()
+    assert aggregator.poll_once()
+    report = aggregator.aggregate_once()
+    assert isinstance(report, Report) and aggregator.latest_report() is report
+    assert parts["exported"] == [report]
+    assert report.generated_at == T0
+    pool = report.kind(Kind.NODEPOOL)
+    assert pool.observations["np"].up
+    assert pool.summaries["np"].provisioning_state is ProvisioningState.SUCCESS
+    assert report.kind(Kind.JOBSET).observations["uid-js"].up
+    assert report.observed_at == {"gke": T0, "kubernetes": T0}
+    parts["clock"].now = T0 + 60 * S
+    later = aggregator.aggregate_once()
+    assert later is not None and later.kind(Kind.NODEPOOL).summaries["np"].up_time == 60 * S
+
+
+def test_a_failed_node_pool_listing_keeps_the_previous_pools() -> None:
+    aggregator, parts = make()
+    aggregator.poll_once()
+    parts["pools"].fail = SourceError("GKE ListNodePools: 403 Forbidden")
+    assert not aggregator.poll_once()
+    parts["clock"].now = T0 + 30 * S
+    report = aggregator.aggregate_once()
+    assert report is not None and "np" in report.kind(Kind.NODEPOOL).observations
+    assert report.observed_at["gke"] == T0  # its age shows in the freshness gauge
+
+
+class _FlakyStore(MemoryEventStore):
+    broken = False
+
+    def write(self, kind: Kind, records: Mapping[str, EventRecord], version: str | None) -> str:
+        if self.broken:
+            raise StoreError("bucket unreachable")
+        return super().write(kind, records, version)
+
+
+def test_a_failing_store_delays_writing_not_the_report_nor_its_timestamps() -> None:
+    store = _FlakyStore()
+    aggregator, parts = make(store=store)
+    aggregator.poll_once()
+    aggregator.aggregate_once()
+    aggregator.persist_once()
+    store.broken = True
+    parts["pools"].pools = []  # the pool disappears: a change that must be written
+    aggregator.poll_once()
+    parts["clock"].now = T0 + 10 * S
+    report = aggregator.aggregate_once()
+    assert report is not None and "np" not in report.kind(Kind.NODEPOOL).observations
+    assert not aggregator.persist_once()
+    assert "np" in store.read(Kind.NODEPOOL).records
+    store.broken = False
+    parts["clock"].now = T0 + 20 * S
+    aggregator.aggregate_once()
+    assert aggregator.persist_once()
+    assert "np" not in store.read(Kind.NODEPOOL).records
+    [entry] = store.read_archive(Kind.NODEPOOL, "np")
+    assert entry.retired_at == T0 + 10 * S
+
+
+class _Exploding(StaticCluster):
+    def snapshot(self) -> ClusterSnapshot:
+        raise RuntimeError("a bug in an observer")
+
+
+def test_a_failing_cycle_keeps_the_last_good_report() -> None:
+    aggregator, _ = make()
+    aggregator.poll_once()
+    good = aggregator.aggregate_once()
+    aggregator._cluster = _Exploding(ClusterSnapshot())
+    aggregator.start()
+    time.sleep(0.2)
+    aggregator.stop()
+    assert aggregator.latest_report() is good
+
+
+def test_each_distinct_problem_is_logged_and_counted_once() -> None:
+    bad = NodePoolView("bad", "RUNNING", "ct5lp-hightpu-4t", "0x4", "", False)
+    aggregator, parts = make(pools=StaticNodePoolLister([POOL, bad]))
+    aggregator.poll_once()
+    aggregator.aggregate_once()
+    aggregator.aggregate_once()
+    assert (
+        parts["registry"].get_sample_value("megamon_observation_errors_total", {"kind": "nodepool"})
+        == 1.0
+    )
+
+
+def test_the_loops_run_report_and_stay_healthy_until_stopped() -> None:
+    aggregator, parts = make()
+    aggregator.start()
+    try:
+        for _ in range(200):
+            if aggregator.ready():
+                break
+            time.sleep(0.01)
+        assert aggregator.ready() and aggregator.healthy()
+        aggregator.changed.set()
+    finally:
+        aggregator.stop()
+    assert parts["exported"]
+
+
+def test_a_standby_does_nothing() -> None:
+    store = MemoryEventStore()
+    aggregator, _ = make(store=store)
+    aggregator._is_leader = lambda: False
+    aggregator.start()
+    time.sleep(0.2)
+    aggregator.stop()
+    assert not aggregator.ready()
+    assert store.read(Kind.NODEPOOL).version is None
+
+
+def test_a_loop_that_stops_making_progress_fails_health() -> None:
+    aggregator, _ = make()
+    aggregator._progress = {"aggregate": time.monotonic()}
+    assert aggregator.healthy()
+    aggregator._progress = {"aggregate": time.monotonic() - 3600}
+    assert not aggregator.healthy()

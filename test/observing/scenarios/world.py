@@ -1,0 +1,331 @@
+"""A TPU cluster for the observer tests, driven only through the official clients.
+
+Everything Kubernetes is created, changed and deleted with the kubernetes client, so these
+tests run unchanged against the emulator or, with ``MEGAMON_TEST_KUBECONFIG``, a real
+cluster; node pools go to the GKE emulator (there is no real GKE here).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client as k8s
+
+from internal.fakegke import FakeGke, tpu_node_pool
+from megamon.config import ConfigMapRef
+from megamon.domain import labels, timestamps
+from megamon.domain.kinds import Kind
+from megamon.domain.reports import Report
+from megamon.loops.aggregator import Aggregator, Intervals
+from megamon.observing.common import Settings
+from megamon.publishing.joblabels import JobLabeler
+from megamon.recording.eventlog import EventLog
+from megamon.sources.gke.lister import GkeNodePoolLister, make_client
+from megamon.sources.kube.cluster import KubeCluster
+from megamon.sources.kube.configmaps import ConfigMapKey
+from megamon.sources.kube.ownermap import OWNER_MAP_KEY, OwnerMapStore
+from megamon.sources.kube.resources import JOBSETS, LEADERWORKERSETS, SLICES
+from megamon.sources.kube.watching import WatchSettings
+from megamon.stores.base import EventStore
+from megamon.stores.memory import MemoryEventStore
+
+PROJECT, LOCATION, CLUSTER = "proj", "us-central2", "tpu-cluster"
+REF = f"projects/{PROJECT}/locations/{LOCATION}/clusters/{CLUSTER}"
+FAST = WatchSettings(watch_seconds=5, inactivity_timeout=5.0, backoff_initial=0.05)
+
+
+@dataclass
+class World:
+    api: Any
+    gke: FakeGke
+    namespace: str
+    created_nodes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # Every GKE cluster has a CPU pool; megamon must list it and ignore it.
+        self.gke.put_node_pool(
+            PROJECT,
+            LOCATION,
+            CLUSTER,
+            {
+                "name": "default-pool",
+                "status": "RUNNING",
+                "initialNodeCount": 3,
+                "config": {"machineType": "e2-standard-8"},
+            },
+        )
+
+    # GKE ---------------------------------------------------------------------------------
+
+    def pool(self, name: str, status: str = "PROVISIONING", **kw: Any) -> None:
+        self.gke.put_node_pool(PROJECT, LOCATION, CLUSTER, tpu_node_pool(name, status=status, **kw))
+
+    def pool_status(self, name: str, status: str) -> None:
+        self.gke.set_status(PROJECT, LOCATION, CLUSTER, name, status)
+
+    # Nodes -------------------------------------------------------------------------------
+
+    def node(
+        self,
+        name: str,
+        pool: str,
+        topology: str = "16x16",
+        ready: str = "True",
+        since_s: float = 3600.0,
+        extra: dict[str, str] | None = None,
+    ) -> None:
+        node_labels = {
+            labels.NODEPOOL: pool,
+            labels.TPU_TOPOLOGY: topology,
+            labels.TPU_ACCELERATOR: "tpu-v5-lite-podslice",
+            labels.ACCELERATOR_COUNT: "4",
+            **(extra or {}),
+        }
+        core = k8s.CoreV1Api(self.api)
+        core.create_node({"metadata": {"name": name, "labels": node_labels}})
+        self.created_nodes.append(name)
+        self.ready(name, ready, since_s)
+
+    def ready(self, name: str, status: str, since_s: float = 0.0) -> None:
+        moment = timestamps.format_ns(time.time_ns() - int(since_s * 1e9))
+        condition = {
+            "type": "Ready",
+            "status": status,
+            "lastTransitionTime": moment,
+            "lastHeartbeatTime": moment,
+            "reason": "Test",
+            "message": "set by test",
+        }
+        k8s.CoreV1Api(self.api).patch_node_status(name, {"status": {"conditions": [condition]}})
+
+    # Workloads ---------------------------------------------------------------------------
+
+    def _custom(self) -> Any:
+        return k8s.CustomObjectsApi(self.api)
+
+    def jobset(self, name: str, replicas: int = 2, topology: str = "4x4") -> str:
+        selector = {labels.TPU_ACCELERATOR: "tpu-v5-lite-podslice", labels.TPU_TOPOLOGY: topology}
+        body = {
+            "apiVersion": f"{JOBSETS.group}/{JOBSETS.version}",
+            "kind": "JobSet",
+            "metadata": {"name": name, "namespace": self.namespace},
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "slice",
+                        "replicas": replicas,
+                        "template": {
+                            "spec": {
+                                "parallelism": 4,
+                                "template": {
+                                    "spec": {
+                                        "nodeSelector": selector,
+                                        "restartPolicy": "Never",
+                                        "containers": [{"name": "main", "image": "busybox"}],
+                                    }
+                                },
+                            }
+                        },
+                    }
+                ]
+            },
+        }
+        created = self._custom().create_namespaced_custom_object(
+            JOBSETS.group, JOBSETS.version, self.namespace, JOBSETS.plural, body
+        )
+        return str(created["metadata"]["uid"])
+
+    def jobset_status(self, name: str, ready: int, condition: str = "") -> None:
+        status: dict[str, Any] = {"replicatedJobsStatus": [{"name": "slice", "ready": ready}]}
+        if condition:
+            status["conditions"] = [
+                {
+                    "type": condition,
+                    "status": "True",
+                    "reason": "Test",
+                    "message": "set by test",
+                    "lastTransitionTime": timestamps.format_ns(time.time_ns()),
+                }
+            ]
+        self._custom().patch_namespaced_custom_object_status(
+            JOBSETS.group,
+            JOBSETS.version,
+            self.namespace,
+            JOBSETS.plural,
+            name,
+            {"status": status},
+        )
+
+    def leaderworkerset(self, name: str, replicas: int, ready: int) -> str:
+        body = {
+            "apiVersion": f"{LEADERWORKERSETS.group}/{LEADERWORKERSETS.version}",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": name, "namespace": self.namespace},
+            "spec": {
+                "replicas": replicas,
+                "leaderWorkerTemplate": {
+                    "workerTemplate": {
+                        "spec": {
+                            "nodeSelector": {
+                                labels.TPU_TOPOLOGY: "2x4",
+                                labels.TPU_ACCELERATOR: "tpu-v6e-slice",
+                            },
+                            "containers": [{"name": "w", "image": "busybox"}],
+                        }
+                    }
+                },
+            },
+        }
+        api = self._custom()
+        created = api.create_namespaced_custom_object(
+            LEADERWORKERSETS.group,
+            LEADERWORKERSETS.version,
+            self.namespace,
+            LEADERWORKERSETS.plural,
+            body,
+        )
+        api.patch_namespaced_custom_object_status(
+            LEADERWORKERSETS.group,
+            LEADERWORKERSETS.version,
+            self.namespace,
+            LEADERWORKERSETS.plural,
+            name,
+            {"status": {"readyReplicas": ready}},
+        )
+        return str(created["metadata"]["uid"])
+
+    def slice(self, name: str, owner: str, ready: str = "True") -> None:
+        body = {
+            "apiVersion": f"{SLICES.group}/{SLICES.version}",
+            "kind": "Slice",
+            "metadata": {
+                "name": name,
+                "labels": {
+                    labels.SLICE_OWNER_KIND: "JobSet",
+                    labels.SLICE_OWNER_NAME: owner,
+                    labels.SLICE_OWNER_NAMESPACE: self.namespace,
+                },
+            },
+            "spec": {"type": "tpu7x", "topology": "4x4x4", "partitionIds": ["p0"]},
+        }
+        api = self._custom()
+        api.create_cluster_custom_object(SLICES.group, SLICES.version, SLICES.plural, body)
+        condition = {
+            "type": "Ready",
+            "status": ready,
+            "reason": "Test",
+            "message": "test",
+            "lastTransitionTime": timestamps.format_ns(time.time_ns()),
+        }
+        api.patch_cluster_custom_object_status(
+            SLICES.group,
+            SLICES.version,
+            SLICES.plural,
+            name,
+            {"status": {"conditions": [condition]}},
+        )
+
+    def delete_slice(self, name: str) -> None:
+        self._custom().delete_cluster_custom_object(
+            SLICES.group, SLICES.version, SLICES.plural, name
+        )
+
+    def leader(self, jobset: str, node_name: str) -> str:
+        job_name = f"{jobset}-slice-0"
+        batch = k8s.BatchV1Api(self.api)
+        batch.create_namespaced_job(
+            self.namespace,
+            {
+                "metadata": {"name": job_name, "labels": {labels.JOBSET_NAME: jobset}},
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "m", "image": "busybox"}],
+                        }
+                    }
+                },
+            },
+        )
+        k8s.CoreV1Api(self.api).create_namespaced_pod(
+            self.namespace,
+            {
+                "metadata": {
+                    "name": f"{job_name}-0",
+                    "labels": {
+                        labels.JOBSET_NAME: jobset,
+                        labels.JOB_NAME: job_name,
+                        labels.JOB_COMPLETION_INDEX: "0",
+                    },
+                },
+                "spec": {
+                    "nodeName": node_name,
+                    "containers": [{"name": "main", "image": "busybox"}],
+                },
+            },
+        )
+        return job_name
+
+
+class Megamon:
+    """megamon's observing side, wired as ``megamon run`` wires it, on an in-memory store."""
+
+    def __init__(
+        self,
+        world: World,
+        *,
+        threshold: float = 1.0,
+        grace_s: int = 180,
+        slices: bool = False,
+        store: EventStore | None = None,
+        aggregation_s: float = 0.1,
+    ) -> None:
+        kinds = {Kind.NODEPOOL, Kind.JOBSET, Kind.LEADERWORKERSET}
+        kinds.add(Kind.SLICE if slices else Kind.JOBSET_NODES)
+        self.cluster = KubeCluster(
+            world.api,
+            leaderworkersets=True,
+            slices=slices,
+            settings=FAST,
+            on_change=lambda: self.aggregator.changed.set(),  # noqa: PLW0108 - set below
+        )
+        owner_key = ConfigMapKey(
+            world.api,
+            ConfigMapRef(Namespace=world.namespace, Name="megamon-slice-owner-map"),
+            OWNER_MAP_KEY,
+        )
+        self.store = store or MemoryEventStore()
+        self.aggregator = Aggregator(
+            event_log=EventLog(self.store, kinds),
+            cluster=self.cluster,
+            pools=GkeNodePoolLister(
+                REF, make_client(world.gke.endpoint), deadline=5.0, initial_backoff=0.05
+            ),
+            kinds=kinds,
+            settings=Settings(threshold=threshold, grace_ns=grace_s * 10**9),
+            export=lambda report: None,
+            intervals=Intervals(aggregation=aggregation_s, polling=0.1),
+            owner_maps=OwnerMapStore(owner_key),
+            job_labeler=JobLabeler(world.api),
+        )
+        self.cluster.start()
+        assert self.cluster.wait_synced(10)
+
+    def settle(self, check: Callable[[Report], bool], timeout: float = 10.0) -> Report:
+        """Cycle until the report satisfies ``check`` (watches take a moment to deliver)."""
+        deadline = time.monotonic() + timeout
+        report = None
+        while time.monotonic() < deadline:
+            self.aggregator.poll_once()
+            report = self.aggregator.aggregate_once()
+            self.aggregator.persist_once()
+            if report is not None and check(report):
+                return report
+            time.sleep(0.05)
+        raise AssertionError(f"report never satisfied the check; last: {report}")
+
+    def stop(self) -> None:
+        self.cluster.stop()

@@ -1,0 +1,322 @@
+"""The fast /metrics encoder writes what prometheus_client writes, sample for sample.
+
+Covers the text format and OpenMetrics over reports of every kind: awkward label values,
+resources without labels or without a summary, every provisioning state, values that switch
+to Go's exponent form, bad resources left out, families of other collectors (histograms,
+counters) interleaved with the fleet's, label sets reused across scrapes after attrs change,
+content negotiation, and random reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import exposition as reference
+from prometheus_client.openmetrics import exposition as reference_openmetrics
+from prometheus_client.openmetrics.parser import (
+    text_string_to_metric_families as parse_openmetrics,
+)
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.utils import floatToGoString
+
+from megamon.domain.kinds import Kind
+from megamon.domain.observations import Attrs, Observation
+from megamon.domain.reports import KindReport, Report, ScheduledJob
+from megamon.domain.summaries import ProvisioningState, Summary
+from megamon.publishing.metrics import exposition
+from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
+from megamon.publishing.metrics.gating import LeaderOnly
+
+S = 1_000_000_000
+T = 1_780_272_000 * S
+BUILD = BuildInfo(version="0.1.0", commit="abc1234", date="2026-06-01")
+AWKWARD = 'pool "a"\\b\nc — ünïcødé 池'
+
+Samples = set[tuple[str, tuple[tuple[str, str], ...], float]]
+
+
+def parsed(text: bytes) -> Samples:
+    return {
+        (s.name, tuple(sorted(s.labels.items())), s.value)
+        for family in text_string_to_metric_families(text.decode("utf-8"))
+        for s in family.samples
+    }
+
+
+def parsed_openmetrics(text: bytes) -> Samples:
+    return {
+        (s.name, tuple(sorted(s.labels.items())), s.value)
+        for family in parse_openmetrics(text.decode("utf-8"))
+        for s in family.samples
+    }
+
+
+def registry_of(report: Report | None, *, with_instruments: bool = True) -> CollectorRegistry:
+    registry = CollectorRegistry()
+    registry.register(ReportCollector("megamon", lambda: report, build=BUILD))
+    if with_instruments:
+        own = CollectorRegistry()
+        Histogram("megamon_aggregation_duration_seconds", "Cycle time.", registry=own).observe(0.3)
+        Counter("megamon_observation_errors", "Errors.", ["kind"], registry=own).labels(
+            kind="nodepool"
+        ).inc()
+        registry.register(LeaderOnly(own, lambda: True))
+    return registry
+
+
+def assert_same_text(registry: CollectorRegistry) -> bytes:
+    ours = exposition.generate_latest(registry)
+    theirs = reference.generate_latest(registry)
+    assert parsed(ours) == parsed(theirs)
+    assert ours == theirs
+    return ours
+
+
+def assert_same_openmetrics(registry: CollectorRegistry) -> None:
+    ours = exposition.generate_openmetrics(registry)
+    theirs = reference_openmetrics.generate_latest(registry)
+    assert parsed_openmetrics(ours) == parsed_openmetrics(theirs)
+    assert ours == theirs
+
+
+def summary(state: ProvisioningState, *, big: bool = False) -> Summary:
+    scale = 10**7 if big else 1
+    return Summary(
+        down_time_initial=90 * S,
+        interruption_count=2,
+        recovery_count=1,
+        down_time=1_234 * S * scale + 5,
+        up_time=98_765 * S * scale + 123_456_789,
+        total_down_time_between_recovery=300 * S,
+        total_up_time_between_interruption=3_600 * S * scale,
+        latest_down_time_between_recovery=150 * S,
+        latest_up_time_between_interruption=1_800 * S,
+        mean_down_time_between_recovery=150 * S,
+        mean_up_time_between_interruption=1_800 * S * scale,
+        provisioning_duration=90 * S + 1,
+        provisioning_state=state,
+    )
+
+
+def fleet_report() -> Report:
+    pools = {
+        "a": Observation.build(
+            expected=64,
+            ready=64,
+            attrs=Attrs(
+                nodepool_name="a",
+                tpu_topology="16x16",
+                tpu_accelerator="tpu-v5-lite-podslice",
+                tpu_chip_count=256,
+                spot=True,
+            ),
+        ),
+        AWKWARD: Observation.build(expected=4, ready=3, attrs=Attrs(nodepool_name=AWKWARD)),
+        "bare": Observation.build(expected=1, ready=0),
+        "no-summary": Observation.build(expected=1, ready=1, attrs=Attrs(nodepool_name="ns")),
+    }
+    jobsets = {
+        f"uid-{i}": Observation.build(
+            expected=2,
+            ready=2 - i % 2,
+            expected_down=i == 3,
+            attrs=Attrs(
+                jobset_name=f"js-{i}",
+                jobset_namespace="team",
+                jobset_uid=f"uid-{i}",
+                tpu_topology="2x2x4",
+                tpu_chip_count=16 * i,
+            ),
+        )
+        for i in range(4)
+    }
+    states = list(ProvisioningState)
+    return Report(
+        generated_at=T + 123_456_789,
+        kinds={
+            Kind.NODEPOOL: KindReport(
+                observations=pools,
+                summaries={
+                    "a": summary(ProvisioningState.SUCCESS, big=True),
+                    AWKWARD: summary(ProvisioningState.FAILED),
+                    "bare": Summary(),
+                },
+            ),
+            Kind.JOBSET: KindReport(
+                observations=jobsets,
+                summaries={key: summary(states[i]) for i, key in enumerate(jobsets)},
+            ),
+            Kind.JOBSET_NODES: KindReport(observations=jobsets),
+        },
+        scheduling={"a": ScheduledJob(job_name="js-0-slice-0", jobset_name="js-0")},
+        observed_at={"gke": T, "kubernetes": T - S},
+    )
+
+
+def test_a_fleet_renders_exactly_as_prometheus_client_renders_it() -> None:
+    text = assert_same_text(registry_of(fleet_report()))
+    assert b'nodepool_name="pool \\"a\\"\\\\b\\nc' in text
+    assert b"megamon_nodepool_up_time_seconds{" in text
+    assert b"e+" in text  # a value of a million seconds or more, in Go's exponent form
+
+
+def test_openmetrics_renders_exactly_as_prometheus_client_renders_it() -> None:
+    assert_same_openmetrics(registry_of(fleet_report()))
+
+
+def test_nothing_but_build_info_before_the_first_report() -> None:
+    text = assert_same_text(registry_of(None, with_instruments=False))
+    assert {name for name, _, _ in parsed(text)} == {"megamon_build_info", "megamon_leader"}
+
+
+def test_a_resource_without_labels_is_written_without_braces() -> None:
+    report = Report(
+        generated_at=T,
+        kinds={
+            Kind.NODEPOOL: KindReport(observations={"x": Observation.build(expected=1, ready=1)})
+        },
+    )
+    text = assert_same_text(registry_of(report, with_instruments=False))
+    assert b"\nmegamon_nodepool_up 1.0\n" in text
+
+
+def test_a_bad_resource_is_left_out_of_both_renderings() -> None:
+    bad = Observation.build(expected=1, ready=1).model_copy(
+        update={"attrs": Attrs.model_construct(nodepool_name=42)}  # type: ignore[arg-type]
+    )
+    broken = Summary.model_construct(up_time="not a duration")  # type: ignore[arg-type]
+    good = Observation.build(expected=1, ready=1, attrs=Attrs(nodepool_name="good"))
+    report = Report.model_construct(
+        generated_at=T,
+        kinds={
+            Kind.NODEPOOL: KindReport.model_construct(
+                observations={"bad": bad, "broken": good, "good": good},
+                summaries={"broken": broken, "good": Summary(up_time=S)},
+            )
+        },
+        scheduling={},
+        observed_at={},
+    )
+    text = assert_same_text(registry_of(report))
+    assert text.count(b"megamon_nodepool_up{") == 1
+
+
+def test_label_sets_follow_attrs_that_change_between_scrapes() -> None:
+    current: dict[str, Report] = {}
+    registry = CollectorRegistry()
+    registry.register(ReportCollector("megamon", lambda: current["report"], build=BUILD))
+    for topology in ("8x8", "16x16", "8x8"):
+        attrs = Attrs(nodepool_name="a", tpu_topology=topology)
+        observations = {"a": Observation.build(expected=1, ready=1, attrs=attrs)}
+        current["report"] = Report(
+            generated_at=T, kinds={Kind.NODEPOOL: KindReport(observations=observations)}
+        )
+        text = assert_same_text(registry)
+        assert f'tpu_topology="{topology}"'.encode() in text
+
+
+def test_samples_are_still_there_for_get_sample_value() -> None:
+    registry = registry_of(fleet_report())
+    assert (
+        registry.get_sample_value(
+            "megamon_nodepool_tpu_chip_count",
+            {
+                "nodepool_name": "a",
+                "spot": "true",
+                "tpu_accelerator": "tpu-v5-lite-podslice",
+                "tpu_topology": "16x16",
+            },
+        )
+        == 256.0
+    )
+
+
+@pytest.mark.parametrize(
+    ("accept", "encoder"),
+    [
+        ("", exposition.generate_latest),
+        ("text/plain;version=0.0.4", exposition.generate_latest),
+        ("application/openmetrics-text;version=1.0.0", exposition.generate_openmetrics),
+        (
+            "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+            exposition.generate_openmetrics,
+        ),
+    ],
+)
+def test_content_negotiation_is_prometheus_clients(
+    accept: str, encoder: Callable[..., bytes]
+) -> None:
+    ours, content_type = exposition.choose_encoder(accept)
+    assert getattr(ours, "func", ours) is encoder
+    assert content_type == reference.choose_encoder(accept)[1]
+    registry = registry_of(fleet_report())
+    assert ours(registry) == reference.choose_encoder(accept)[0](registry)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        0.0,
+        1.0,
+        0.5,
+        1e-7,
+        123456.789,
+        999999.9,
+        1e6,
+        1234567.0,
+        1e22,
+        float("inf"),
+        float("nan"),
+        -1.5,
+    ],
+)
+def test_values_are_written_as_go_writes_them(value: float) -> None:
+    assert exposition.value_text(value) == floatToGoString(value)
+    assert exposition.gauge_lines("m", [""], [value]) == [f"m {floatToGoString(value)}\n"]
+
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+_ns = st.integers(min_value=0, max_value=10**18)
+
+
+@st.composite
+def reports(draw: st.DrawFn) -> Report:
+    kinds = {}
+    for kind in draw(st.sets(st.sampled_from(list(Kind)), max_size=3)):
+        observations, summaries = {}, {}
+        for key in draw(st.lists(_text, max_size=6, unique=True)):
+            attrs = Attrs(
+                nodepool_name=draw(_text),
+                tpu_topology=draw(st.sampled_from(["", "2x2", "16x16"])),
+                # Every resource carries its identity (observers set the key as an attr), so
+                # two resources never share a label set.
+                jobset_uid=key,
+                spot=draw(st.booleans()),
+                tpu_chip_count=draw(st.integers(min_value=0, max_value=10**6)),
+            )
+            observations[key] = Observation.build(
+                expected=2, ready=draw(st.integers(0, 2)), attrs=attrs
+            )
+            if draw(st.booleans()):
+                summaries[key] = Summary(
+                    up_time=draw(_ns),
+                    down_time=draw(_ns),
+                    interruption_count=draw(st.integers(0, 10**9)),
+                    mean_up_time_between_interruption=draw(_ns),
+                    provisioning_duration=draw(_ns),
+                    provisioning_state=draw(st.sampled_from(list(ProvisioningState))),
+                )
+        kinds[kind] = KindReport(observations=observations, summaries=summaries)
+    return Report(generated_at=draw(_ns), kinds=kinds)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(reports())
+def test_any_report_renders_as_prometheus_client_renders_it(report: Report) -> None:
+    registry = registry_of(report, with_instruments=False)
+    assert_same_text(registry)
+    assert_same_openmetrics(registry)

@@ -1,0 +1,96 @@
+"""The append rules (docs/rules.md): which observations become events."""
+
+from __future__ import annotations
+
+from megamon.domain.events import EventRecord, UpEvent
+from megamon.domain.observations import Observation
+from megamon.recording.appending import next_record, reconcile
+from test.timeline import T0, H, M, down, record, up
+
+NOW = T0 + H
+
+
+def obs(ready: int, *, expected: int = 1, unknown: int = 0, **kw: bool) -> Observation:
+    return Observation.build(expected=expected, ready=ready, unknown=unknown, **kw)
+
+
+UP = obs(1)
+DOWN = obs(0)
+
+
+def test_first_observation_down_appends_down_now() -> None:
+    assert next_record(None, DOWN, NOW).events == (UpEvent(up=False, ts=NOW),)
+
+
+def test_first_observation_up_appends_down_and_up_now() -> None:
+    assert next_record(None, UP, NOW).events == (
+        UpEvent(up=False, ts=NOW),
+        UpEvent(up=True, ts=NOW),
+    )
+
+
+def test_first_observation_failed_is_marked_failed() -> None:
+    got = next_record(None, obs(0, failed=True), NOW)
+    assert got.events == (UpEvent(up=False, failed=True, ts=NOW),)
+
+
+def test_an_up_change_appends() -> None:
+    assert next_record(record(down(0)), UP, NOW).events[-1] == UpEvent(up=True, ts=NOW)
+    assert next_record(record(down(0), up(M)), DOWN, NOW).events[-1] == UpEvent(up=False, ts=NOW)
+
+
+def test_expected_down_is_recorded_down_whatever_the_counts() -> None:
+    got = next_record(record(down(0), up(M)), obs(1, expected_down=True), NOW)
+    assert got.events[-1] == UpEvent(up=False, expected_down=True, ts=NOW)
+
+
+def test_failure_changing_while_down_appends() -> None:
+    failed = next_record(record(down(0)), obs(0, failed=True), NOW)
+    assert failed.events[-1] == UpEvent(up=False, failed=True, ts=NOW)
+    retrying = next_record(failed, DOWN, NOW + M)
+    assert retrying.events[-1] == UpEvent(up=False, ts=NOW + M)
+
+
+def test_nothing_else_appends_and_the_same_record_comes_back() -> None:
+    still_down = record(down(0))
+    assert next_record(still_down, DOWN, NOW) is still_down
+    still_failed = record(down(0, f=True))
+    assert next_record(still_failed, obs(0, failed=True, expected_down=True), NOW) is still_failed
+    still_up = record(down(0), up(M))
+    assert next_record(still_up, obs(1, failed=True), NOW) is still_up
+    two_unknown = Observation.build(expected=10, ready=8, unknown=2, threshold=0.1)
+    assert next_record(still_down, two_unknown, NOW) is still_down
+
+
+def test_unknown_within_threshold_is_up() -> None:
+    o = Observation.build(expected=10, ready=9, unknown=1, threshold=0.1)
+    assert next_record(record(down(0)), o, NOW).events[-1].up
+
+
+def test_clock_skew_never_writes_an_earlier_event() -> None:
+    rec = record(down(0), up(2 * H))
+    got = next_record(rec, DOWN, T0 + H)
+    assert got.events[-1] == UpEvent(up=False, ts=T0 + 2 * H)
+
+
+def test_reconcile_reports_changes_and_retires_unobserved_keys() -> None:
+    records = {"a": record(down(0)), "b": record(down(0), up(M)), "gone": record(down(0))}
+    result = reconcile(records, {"a": UP, "b": UP, "new": DOWN}, NOW)
+    assert result.changed == {"a", "new"}
+    assert set(result.records) == {"a", "b", "new"}
+    assert result.records["b"] is records["b"]
+    assert result.retired == {"gone": records["gone"]}
+    assert result.dirty
+
+
+def test_reconcile_with_nothing_new_is_clean() -> None:
+    records = {"b": record(down(0), up(M))}
+    result = reconcile(records, {"b": UP}, NOW)
+    assert not result.dirty
+    assert result.records == records
+
+
+def test_records_are_immutable() -> None:
+    rec = EventRecord()
+    after = next_record(rec, UP, NOW)
+    assert len(rec) == 0 and len(after) == 2

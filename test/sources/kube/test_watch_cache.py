@@ -1,0 +1,172 @@
+"""The watch cache with the real kubernetes client against the Kubernetes emulator: paginated
+initial list, watch from its resourceVersion, relist on 410 Gone, reconnect after dropped
+watches, 500s and an API server restart — and only projections kept."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from internal.fakekube.fakekube import FakeKube
+from megamon.domain import labels
+from megamon.sources.kube.cache import WatchCache
+from megamon.sources.kube.cluster import KubeCluster
+from megamon.sources.kube.projections import NodeView, node_view
+from megamon.sources.kube.resources import node_lister
+from megamon.sources.kube.watching import WatchSettings
+
+FAST = WatchSettings(
+    page_size=50, watch_seconds=5, inactivity_timeout=5.0, backoff_initial=0.05, backoff_max=0.5
+)
+
+
+def tpu_node(name: str, ready: str = "True", pool: str = "np") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {labels.NODEPOOL: pool, labels.TPU_TOPOLOGY: "16x16"},
+        },
+        "status": {"conditions": [{"type": "Ready", "status": ready}]},
+    }
+
+
+def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.fixture
+def cache(kube_api_client: Any) -> Iterator[WatchCache[NodeView]]:
+    changes = threading.Event()
+    nodes = WatchCache(
+        "nodes", node_lister(kube_api_client), node_view, settings=FAST, on_change=changes.set
+    )
+    nodes.changes = changes  # type: ignore[attr-defined]
+    yield nodes
+    nodes.stop()
+
+
+def test_initial_list_is_paginated_and_projected(
+    fake_kube: FakeKube, cache: WatchCache[NodeView]
+) -> None:
+    fake_kube.create_many(tpu_node(f"n{i:03d}") for i in range(260))
+    cache.start()
+    assert cache.synced.wait(10)
+    snapshot = cache.snapshot()
+    assert len(snapshot) == 260
+    assert snapshot["n007"] == node_view(tpu_node("n007"))
+    assert fake_kube.request_count("list", "nodes") >= 6  # 260 nodes in pages of 50
+
+
+def test_watch_applies_changes_in_order_and_signals_them(
+    fake_kube: FakeKube, cache: WatchCache[NodeView]
+) -> None:
+    fake_kube.create(tpu_node("a"))
+    cache.start()
+    assert cache.synced.wait(10)
+    cache.changes.clear()  # type: ignore[attr-defined]
+    fake_kube.create(tpu_node("b", ready="False"))
+    fake_kube.apply(tpu_node("b", ready="True"))
+    fake_kube.delete("nodes", "a")
+    eventually(
+        lambda: set(cache.snapshot()) == {"b"} and cache.snapshot()["b"].ready_status == "True"
+    )
+    assert cache.changes.is_set()  # type: ignore[attr-defined]
+
+
+def test_a_snapshot_is_stable_until_something_changes(
+    fake_kube: FakeKube, cache: WatchCache[NodeView]
+) -> None:
+    fake_kube.create(tpu_node("a"))
+    cache.start()
+    assert cache.synced.wait(10)
+    first = cache.snapshot()
+    assert cache.snapshot() is first
+    fake_kube.create(tpu_node("b"))
+    eventually(lambda: "b" in cache.snapshot())
+    assert "b" not in first
+
+
+def test_an_expired_resource_version_relists(
+    fake_kube: FakeKube, cache: WatchCache[NodeView]
+) -> None:
+    fake_kube.create(tpu_node("a"))
+    cache.start()
+    assert cache.synced.wait(10)
+    lists = fake_kube.request_count("list", "nodes")
+    fake_kube.compact(drop_watches=True)
+    fake_kube.delete("nodes", "a")
+    fake_kube.create(tpu_node("c"))
+    eventually(lambda: set(cache.snapshot()) == {"c"})
+    assert fake_kube.request_count("list", "nodes") > lists
+
+
+def test_dropped_watches_and_errors_reconnect_without_losing_changes(
+    fake_kube: FakeKube, cache: WatchCache[NodeView]
+) -> None:
+    cache.start()
+    assert cache.synced.wait(10)
+    fake_kube.fail_next(3, status=500)
+    fake_kube.drop_watches(abrupt=True)
+    fake_kube.create(tpu_node("during-outage"))
+    eventually(lambda: "during-outage" in cache.snapshot())
+
+
+def test_an_api_server_restart_keeps_the_cache_current(
+    fake_kube: FakeKube, cache: WatchCache[NodeView]
+) -> None:
+    fake_kube.create(tpu_node("a"))
+    cache.start()
+    assert cache.synced.wait(10)
+    fake_kube.restart()
+    fake_kube.create(tpu_node("after-restart"))
+    eventually(lambda: set(cache.snapshot()) == {"a", "after-restart"})
+
+
+def test_objects_that_cannot_be_projected_are_skipped_and_reported_once(
+    fake_kube: FakeKube, kube_api_client: Any
+) -> None:
+    problems: list[tuple[str, str]] = []
+    bad = tpu_node("bad")
+    bad["status"]["conditions"][0]["lastTransitionTime"] = "yesterday"
+    fake_kube.create(bad)
+    fake_kube.create(tpu_node("good"))
+    nodes = WatchCache(
+        "nodes",
+        node_lister(kube_api_client),
+        node_view,
+        settings=FAST,
+        on_problem=lambda key, msg: problems.append((key, msg)),
+    ).start()
+    try:
+        assert nodes.synced.wait(10)
+        assert set(nodes.snapshot()) == {"good"}
+        assert problems == [
+            ("bad", "node bad: Ready lastTransitionTime: not an RFC 3339 timestamp: 'yesterday'")
+        ]
+    finally:
+        nodes.stop()
+
+
+def test_the_cluster_watches_every_enabled_type(fake_kube: FakeKube, kube_api_client: Any) -> None:
+    fake_kube.create(tpu_node("n"))
+    cluster = KubeCluster(kube_api_client, leaderworkersets=True, slices=True, settings=FAST)
+    cluster.start()
+    try:
+        assert cluster.wait_synced(10)
+        snapshot = cluster.snapshot()
+        assert set(snapshot.nodes) == {"n"}
+        assert snapshot.jobsets == {} and snapshot.slices == {}
+        assert cluster.last_contact_ns() is not None
+    finally:
+        cluster.stop()
