@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test unit chaos reliability lint typecheck bench bench-fleet clean
+.PHONY: demo test floor unit chaos reliability lint typecheck bench bench-fleet clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,16 @@ demo: $(STAMP)
 ## test: create .venv if needed, install megamon with its test extra, lint, type-check and run every test.
 test: $(STAMP) lint typecheck
 	$(BIN)/pytest
+	$(MAKE) --no-print-directory floor
+
+## floor: the exposition tests against the oldest prometheus-client pyproject.toml allows.
+PROMETHEUS_CLIENT_FLOOR = $(shell sed -n 's/.*"prometheus-client>=\([0-9.]*\)".*/\1/p' pyproject.toml)
+FLOOR_TESTS = test/publishing/test_exposition.py test/publishing/test_metrics_collector.py test/serving/test_metrics_http.py
+floor: $(STAMP)
+	rm -rf .floor
+	$(BIN)/pip install --quiet --no-deps --target .floor prometheus-client==$(PROMETHEUS_CLIENT_FLOOR)
+	PYTHONPATH=.floor $(BIN)/python -c "from importlib.metadata import version; v = version('prometheus-client'); assert v == '$(PROMETHEUS_CLIENT_FLOOR)', v; print('prometheus-client', v)"
+	PYTHONPATH=.floor $(BIN)/pytest -q $(FLOOR_TESTS)
 
 ## unit: the pure stages only (no emulator, no process): seconds.
 unit: $(STAMP)

@@ -7,10 +7,8 @@ constructors; nothing deeper reads the config, owns a global, or exits the proce
 from __future__ import annotations
 
 import functools
-import gc
 import logging
 import os
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,9 +21,11 @@ from megamon import __version__
 from megamon.config import Config
 from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError
+from megamon.gcpolicy import GcPolicy
 from megamon.loops.aggregator import Aggregator, Intervals
 from megamon.loops.leader import LeaseElector, default_identity
-from megamon.observing.common import Settings
+from megamon.observing.common import Memos, Settings
+from megamon.observing.owners import SliceOwners
 from megamon.publishing.exporters import build_exporters, export_all
 from megamon.publishing.joblabels import JobLabeler
 from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
@@ -42,7 +42,8 @@ from megamon.sources.gke.lister import (
 )
 from megamon.sources.kube.cluster import KubeCluster
 from megamon.sources.kube.configmaps import ConfigMapKey
-from megamon.sources.kube.ownermap import OWNER_MAP_KEY, OwnerMapStore
+from megamon.sources.kube.ownermap import OWNER_MAP_KEY, ConfigMapOwnerMap
+from megamon.sources.kube.watching import WatchSettings
 from megamon.sources.simulation import SimulatedNodePoolLister
 from megamon.stores.factory import open_store
 from megamon.telemetry import Instruments
@@ -153,23 +154,10 @@ def _metrics_server(
     )
 
 
-GC_THRESHOLDS = (700, 10, 100)
-"""Full collections after 100 middle-generation ones instead of 10: at 65,000 nodes a full
-collection scans ~500,000 objects (0.28 s), and the defaults pay for one almost every cycle
-(docs/performance.md)."""
-
-
-def _freeze_once_synced(cluster: KubeCluster) -> None:
-    """Move everything the initial sync built out of the collector's way for good."""
-    while not cluster.wait_synced(60.0):
-        continue
-    gc.collect()
-    gc.freeze()
-
-
 def start(config: Config) -> Service:
     """Build every part from ``config`` and start them; the caller stops the service."""
-    gc.set_threshold(*GC_THRESHOLDS)
+    gc_policy = GcPolicy()
+    gc_policy.apply()
     config = resolve_cluster(config)
     registry = CollectorRegistry()
     own = CollectorRegistry()  # megamon's self-observation, published by the leader only
@@ -180,11 +168,14 @@ def start(config: Config) -> Service:
         api,
         leaderworkersets=config.LeaderWorkerSetSupport,
         slices=config.SliceEnabled,
+        settings=WatchSettings(pause=gc_policy.collector_paused),
         on_change=lambda: aggregator.changed.set(),  # noqa: PLW0108 - aggregator is bound below
     )
     elector = _elector(config, api)
     is_leader = elector.is_leader if elector is not None else (lambda: True)
     exporters = build_exporters(config, api_client=api, instruments=instruments)
+    if not config.DisableNodePoolJobLabelling:
+        exporters.append(JobLabeler(api))
     aggregator = Aggregator(
         event_log=EventLog(open_store(config, instruments), kinds, instruments=instruments),
         cluster=cluster,
@@ -196,12 +187,12 @@ def start(config: Config) -> Service:
             aggregation=config.AggregationIntervalSeconds,
             polling=config.polling_interval_seconds,
         ),
-        owner_maps=OwnerMapStore(
-            ConfigMapKey(api, config.SliceOwnerMapConfigMapRef, OWNER_MAP_KEY)
+        slice_owners=SliceOwners(
+            ConfigMapOwnerMap(ConfigMapKey(api, config.SliceOwnerMapConfigMapRef, OWNER_MAP_KEY))
         ),
-        job_labeler=None if config.DisableNodePoolJobLabelling else JobLabeler(api),
         is_leader=is_leader,
         instruments=instruments,
+        memos=Memos(),
     )
     registry.register(
         ReportCollector(
@@ -218,7 +209,7 @@ def start(config: Config) -> Service:
     metrics.start()
     probes.start()
     cluster.start()
-    threading.Thread(target=_freeze_once_synced, args=(cluster,), daemon=True).start()
+    gc_policy.freeze_when_synced(cluster.wait_synced)
     if elector is not None:
         elector.start()
     aggregator.start()

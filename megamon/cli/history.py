@@ -13,9 +13,7 @@ from megamon.domain import timestamps
 from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError
 from megamon.stores.base import EventStore
-from megamon.stores.factory import gcs_client, open_store
-from megamon.stores.gcs import GcsEventStore
-from megamon.stores.local import LocalEventStore
+from megamon.stores.factory import Overrides, history_location, store_at
 
 
 def add_history_options(parser: argparse.ArgumentParser) -> None:
@@ -56,18 +54,13 @@ def history_config(args: argparse.Namespace) -> Config:
     return Config()
 
 
+def history_overrides(args: argparse.Namespace) -> Overrides:
+    """The ``--events-dir`` / ``--bucket`` / ``--path`` a command was given."""
+    return Overrides(events_dir=args.events_dir, bucket=args.bucket, path=args.path)
+
+
 def history_store(args: argparse.Namespace) -> EventStore:
     """The store the options name; an override wins over the configuration file."""
-    if args.events_dir and args.bucket:
-        raise ConfigError("give --events-dir or --bucket, not both")
-    if args.path and not args.bucket:
-        raise ConfigError("--path needs --bucket")
-    if args.events_dir:
-        if not Path(args.events_dir).is_dir():
-            raise ConfigError(f"--events-dir {args.events_dir}: no such directory")
-        return LocalEventStore(args.events_dir)
-    config = history_config(args)
-    if args.bucket:
-        path = args.path if args.path is not None else config.events_path
-        return GcsEventStore(gcs_client(config.GKE.ProjectID), args.bucket, path)
-    return open_store(config)
+    overrides = history_overrides(args)
+    overrides.check()
+    return store_at(history_location(history_config(args), overrides))

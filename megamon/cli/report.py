@@ -24,6 +24,7 @@ from megamon.cli import report_format, report_html
 from megamon.cli.history import (
     add_history_options,
     history_config,
+    history_overrides,
     history_store,
     parse_kind,
     parse_now,
@@ -34,16 +35,13 @@ from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError, MegamonError
 from megamon.publishing.exporters.archives import LATEST_NAME, REPORTS_DIR
 from megamon.stores.base import EventStore, Moved, ObjectBackend
-from megamon.stores.factory import gcs_client
-from megamon.stores.gcs import GcsObjects
-from megamon.stores.local import LocalObjects
+from megamon.stores.factory import Medium, history_location, objects_at, reports_location
 from megamon.summary.availability import (
     AvailabilityReport,
     Resource,
     Window,
     availability_report,
 )
-from megamon.telemetry import Instruments
 
 log = logging.getLogger(__name__)
 
@@ -130,19 +128,14 @@ def selected_kinds(kinds: list[Kind] | None) -> list[Kind]:
 
 
 def _report_location(args: argparse.Namespace) -> tuple[ObjectBackend, str] | None:
-    """Where the store the options name keeps ``reports/`` (same rules as
-    ``history_store``); ``None`` for the in-memory store of a simulation."""
-    if args.events_dir:
-        return LocalObjects(Path(args.events_dir)), ""
+    """Where the store the options name keeps ``reports/``; ``None`` for the in-memory store
+    of a simulation, which keeps none."""
+    overrides = history_overrides(args)
+    overrides.check()
     config = history_config(args)
-    if args.bucket or config.EventsBucketName:
-        bucket = args.bucket or config.EventsBucketName
-        path = args.path if args.path is not None else config.events_path
-        client = gcs_client(config.GKE.ProjectID)
-        return GcsObjects(client, bucket, instruments=Instruments.unregistered()), path
-    if config.EnableSimulation:
+    if history_location(config, overrides).medium is Medium.MEMORY:
         return None
-    return LocalObjects(Path(config.EventsLocalDir)), ""
+    return objects_at(reports_location(config, overrides))
 
 
 def _download(backend: ObjectBackend, name: str) -> bytes | None:

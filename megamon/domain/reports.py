@@ -18,6 +18,9 @@ class ScheduledJob(BaseModel):
 
     job_name: str = Field(alias="jobName")
     jobset_name: str = Field(alias="jobsetName")
+    namespace: str = Field(default="", exclude=True)
+    """The Job's namespace, for job labelling; not in the report JSON (the Go megamon's
+    ``ScheduledJob`` has only the two names)."""
 
 
 class KindReport(BaseModel):

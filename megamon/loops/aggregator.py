@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
-from megamon.domain.owners import SliceOwner
 from megamon.domain.reports import Report
 from megamon.errors import MegamonError
 from megamon.observing.cluster import (
@@ -34,13 +33,12 @@ from megamon.observing.cluster import (
     observe_scheduling,
     observe_workloads,
 )
-from megamon.observing.common import Problem, Settings
-from megamon.publishing.joblabels import JobLabeler
+from megamon.observing.common import Memos, Problem, Settings
+from megamon.observing.owners import MemoryOwnerMapStore, SliceOwners
 from megamon.recording.eventlog import EventLog
 from megamon.sources.gke.lister import NodePoolLister
 from megamon.sources.gke.views import NodePoolView
 from megamon.sources.kube.cluster import ClusterView
-from megamon.sources.kube.ownermap import OwnerMapStore
 from megamon.sources.kube.snapshot import ClusterSnapshot
 from megamon.summary.report import SettledMemo, build_report
 from megamon.telemetry import Instruments
@@ -80,10 +78,10 @@ class Aggregator:
         settings: Settings,
         export: Callable[[Report], object],
         intervals: Intervals = Intervals(),
-        owner_maps: OwnerMapStore | None = None,
-        job_labeler: JobLabeler | None = None,
+        slice_owners: SliceOwners | None = None,
         is_leader: Callable[[], bool] = lambda: True,
         instruments: Instruments | None = None,
+        memos: Memos | None = None,
         clock: Callable[[], int] = time.time_ns,
     ) -> None:
         self._log = event_log
@@ -93,16 +91,15 @@ class Aggregator:
         self._settings = settings
         self._export = export
         self._intervals = intervals
-        self._owner_maps = owner_maps
-        self._job_labeler = job_labeler
+        self._slice_owners = slice_owners or SliceOwners(MemoryOwnerMapStore())
         self._is_leader = is_leader
         self._instruments = instruments or Instruments.unregistered()
         self._clock = clock
         self._pools: list[NodePoolView] | None = None
-        self._owner_map: dict[str, SliceOwner] | None = None
         self._observed_at: dict[str, int] = {}
         self._report: Report | None = None
         self._memo = SettledMemo()
+        self._memos = memos or Memos()
         self._record_lock = threading.Lock()
         self._problems_seen: set[Problem] = set()
         self._progress: dict[str, float] = {}
@@ -160,33 +157,18 @@ class Aggregator:
     def _workload_batch(
         self, snapshot: ClusterSnapshot, now: int
     ) -> dict[Kind, dict[str, Observation]]:
-        if self._owner_map is None:
-            self._owner_map = self._load_owner_map()
+        slices = Kind.SLICE in self._kinds
+        owners = self._slice_owners.current() if slices else {}
         result = observe_workloads(
-            snapshot, self._kinds & WORKLOAD_KINDS, self._owner_map, self._settings, now
+            snapshot, self._kinds & WORKLOAD_KINDS, owners, self._settings, now
         )
         self._report_problems(result.problems)
-        if self._owner_maps is not None and Kind.SLICE in self._kinds:
-            try:
-                self._owner_maps.save(result.owner_map)
-            except MegamonError as err:
-                log.error("cannot save the slice owner map: %s", err)
-        self._owner_map = result.owner_map
-        if self._job_labeler is not None:
-            self._job_labeler.label(snapshot.leader_pods, snapshot.nodes)
+        if slices:
+            self._slice_owners.update(result.owner_map)
         contact = self._cluster.last_contact_ns()
         if contact is not None:
             self._observed_at[SOURCE_KUBERNETES] = contact
         return result.batch
-
-    def _load_owner_map(self) -> dict[str, SliceOwner]:
-        if self._owner_maps is None or Kind.SLICE not in self._kinds:
-            return {}
-        try:
-            return self._owner_maps.load()
-        except MegamonError as err:
-            log.error("cannot load the slice owner map (starting empty): %s", err)
-            return {}
 
     def _record(self, batch: dict[Kind, dict[str, Observation]], now: int) -> None:
         """Apply the batch to the history in memory; the persist loop writes it out."""
@@ -222,7 +204,7 @@ class Aggregator:
         snapshot = self._cluster.snapshot() if self._cluster.synced() else None
         if snapshot is not None:
             if self._pools is not None:
-                observed = observe_pools(self._pools, snapshot, self._settings, now)
+                observed = observe_pools(self._pools, snapshot, self._settings, now, self._memos)
                 self._report_problems(observed.problems)
                 batch[Kind.NODEPOOL] = observed.observations
             batch.update(self._workload_batch(snapshot, now))

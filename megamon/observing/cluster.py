@@ -10,7 +10,7 @@ from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.domain.owners import SliceOwner
 from megamon.domain.reports import ScheduledJob
-from megamon.observing.common import Observed, Problem, Settings
+from megamon.observing.common import Memos, Observed, Problem, Settings
 from megamon.observing.nodepools import observe_nodepools
 from megamon.observing.scheduling import scheduling_map
 from megamon.observing.slices import observe_slices
@@ -67,9 +67,13 @@ def observe_workloads(
 
 
 def observe_pools(
-    pools: Iterable[NodePoolView], snapshot: ClusterSnapshot, settings: Settings, now: int
+    pools: Iterable[NodePoolView],
+    snapshot: ClusterSnapshot,
+    settings: Settings,
+    now: int,
+    memos: Memos,
 ) -> Observed:
-    return observe_nodepools(pools, snapshot.nodes.values(), now, settings)
+    return observe_nodepools(pools, snapshot.nodes.values(), now, settings, memos.nodepools)
 
 
 def observe_scheduling(

@@ -74,3 +74,16 @@ class Reuse(Generic[K, V]):
 
         yield get
         self._latest = current
+
+
+@dataclass
+class Memos:
+    """What the observers built last cycle, for one aggregator: built once in
+    ``megamon/app.py`` and passed to every cycle, never kept in a module.
+
+    The contract the cycle relies on: an unchanged input (the watch caches hand out the same
+    projection objects while nothing changed) yields the same observation object, so the
+    event log appends nothing and the report's summaries are not settled again.
+    """
+
+    nodepools: Reuse[str, Observation] = field(default_factory=Reuse)

@@ -63,9 +63,6 @@ def _is_tpu_pool(pool: NodePoolView, nodes: list[NodeView]) -> bool:
     return True
 
 
-_REUSE: Reuse[str, Observation] = Reuse()
-
-
 def _observation(  # noqa: PLR0917 - called with the reuse key spread out
     pool: NodePoolView,
     topology: str,
@@ -94,15 +91,21 @@ def _observation(  # noqa: PLR0917 - called with the reuse key spread out
 
 
 def observe_nodepools(
-    pools: Iterable[NodePoolView], nodes: Iterable[NodeView], now: int, settings: Settings
+    pools: Iterable[NodePoolView],
+    nodes: Iterable[NodeView],
+    now: int,
+    settings: Settings,
+    memo: Reuse[str, Observation] | None = None,
 ) -> Observed:
-    """One observation per TPU node pool, keyed by pool name."""
+    """One observation per TPU node pool, keyed by pool name; ``memo`` (the caller's, kept
+    from cycle to cycle) hands back last cycle's observation of a pool whose inputs did not
+    change."""
     by_pool: dict[str, list[NodeView]] = defaultdict(list)
     for node in nodes:
         if node.topology:
             by_pool[node.nodepool].append(node)
     result = Observed()
-    with _REUSE.call() as reuse:
+    with (memo or Reuse()).call() as reuse:
         for pool in pools:
             members = by_pool.pop(pool.name, [])
             if not _is_tpu_pool(pool, members):

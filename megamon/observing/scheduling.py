@@ -24,5 +24,7 @@ def scheduling_map(
         node = nodes.get(pod.node_name)
         if node is None or node.nodepool not in live_pools:
             continue
-        result[node.nodepool] = ScheduledJob(job_name=pod.job_name, jobset_name=pod.jobset_name)
+        result[node.nodepool] = ScheduledJob(
+            job_name=pod.job_name, jobset_name=pod.jobset_name, namespace=pod.namespace
+        )
     return result

@@ -1,54 +1,62 @@
 """Job labelling: mark each JobSet leader Job with the node pool it runs on
 (``megamon.tbd/scheduled-node-pool``), when ``DisableNodePoolJobLabelling`` is false.
 
-A merge patch of one label, never a read-modify-write of the Job; each (Job, pool) pair is
-patched once per process.
+An exporter of the report's scheduling map (node pool → leader Job), which the observers have
+already joined from pods and nodes: labelling only acts on it. A merge patch of one label,
+never a read-modify-write of the Job; each (Job, pool) pair is patched once per process. A
+Job that cannot be patched (the API server unreachable, the Job gone) is retried with the next
+report; the failures of one report are raised together, so ``export_all`` logs them as this
+exporter's and the other exporters still run.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import Any
 
 from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
 
 from megamon.domain import labels
-from megamon.sources.kube.projections import NodeView, PodView
+from megamon.domain.reports import Report
+from megamon.errors import SourceError
+from megamon.publishing.exporters.base import ExportError
+from megamon.sources.kube.calls import REQUEST_TIMEOUT, kube_call
 
 log = logging.getLogger(__name__)
 
+EXPORTER_JOB_LABELS = "job-labels"
+
 
 class JobLabeler:
+    """Patches the leader Job of each scheduled node pool with the pool's name."""
+
+    name = EXPORTER_JOB_LABELS
+
     def __init__(self, api: Any) -> None:
         self._batch = k8s.BatchV1Api(api)
         self._done: set[tuple[str, str, str]] = set()
 
-    def label(self, pods: Mapping[str, PodView], nodes: Mapping[str, NodeView]) -> int:
-        """Patch every leader Job not yet labelled with its pool; returns how many were."""
-        nodes_by_name = {node.name: node for node in nodes.values()}
-        patched = 0
-        for pod in pods.values():
-            node = nodes_by_name.get(pod.node_name)
-            if node is None or not node.nodepool or not pod.job_name:
+    def export(self, report: Report) -> None:
+        """Patch every scheduled Job not yet labelled with its pool."""
+        failures = []
+        for pool, job in sorted(report.scheduling.items()):
+            target = (job.namespace, job.job_name, pool)
+            if not job.job_name or target in self._done:
                 continue
-            target = (pod.namespace, pod.job_name, node.nodepool)
-            if target in self._done:
-                continue
-            body = {"metadata": {"labels": {labels.SCHEDULED_NODE_POOL: node.nodepool}}}
             try:
-                self._batch.patch_namespaced_job(pod.job_name, pod.namespace, body)
-            except ApiException as err:
-                log.warning(
-                    "cannot label job %s/%s with node pool %s: HTTP %s %s",
-                    pod.namespace,
-                    pod.job_name,
-                    node.nodepool,
-                    err.status,
-                    err.reason,
-                )
+                self._patch(job.namespace, job.job_name, pool)
+            except SourceError as err:
+                failures.append(str(err))
                 continue
             self._done.add(target)
-            patched += 1
-        return patched
+        if failures:
+            raise ExportError(f"{len(failures)} job(s) not labelled: " + "; ".join(failures))
+
+    def _patch(self, namespace: str, job: str, pool: str) -> None:
+        body = {"metadata": {"labels": {labels.SCHEDULED_NODE_POOL: pool}}}
+        kube_call(
+            f"label job {namespace}/{job} with node pool {pool}",
+            lambda: self._batch.patch_namespaced_job(
+                job, namespace, body, _request_timeout=REQUEST_TIMEOUT
+            ),
+        )

@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from megamon.domain import labels
@@ -24,6 +25,7 @@ from megamon.sources.kube.cluster import StaticCluster
 from megamon.sources.kube.projections import jobset_view, node_view
 from megamon.sources.kube.snapshot import ClusterSnapshot
 from megamon.stores.memory import MemoryEventStore
+from megamon.summary import report as report_module
 from megamon.telemetry import Instruments
 
 S = 10**9
@@ -218,3 +220,35 @@ def test_a_loop_that_stops_making_progress_fails_health() -> None:
     assert aggregator.healthy()
     aggregator._progress = {"aggregate": time.monotonic() - 3600}
     assert not aggregator.healthy()
+
+
+def test_an_unchanged_cycle_builds_no_new_observation_record_or_summary(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The identity contract of the memos: the watch caches hand out the same projections
+    while nothing changes, so the next cycle reuses every observation, appends nothing and
+    settles no summary again (it only adds the running time)."""
+    settled: list[EventRecord] = []
+    real_settle = report_module.settle
+
+    def counting(record: EventRecord) -> Any:
+        settled.append(record)
+        return real_settle(record)
+
+    monkeypatch.setattr(report_module, "settle", counting)
+    aggregator, parts = make()
+    assert aggregator.poll_once()
+    first = aggregator.aggregate_once()
+    records = dict(aggregator._log.snapshot().records)
+    settled_first = len(settled)
+    parts["clock"].now += 10 * S
+    second = aggregator.aggregate_once()
+    assert first is not None and second is not None
+    for kind in (Kind.NODEPOOL, Kind.JOBSET):
+        for key, observation in first.kind(kind).observations.items():
+            assert second.kind(kind).observations[key] is observation, (kind, key)
+        for key, record in records[kind].items():
+            assert aggregator._log.snapshot().records[kind][key] is record, (kind, key)
+    assert settled_first > 0 and len(settled) == settled_first
+    pool = second.kind(Kind.NODEPOOL).summaries["np"]
+    assert pool.up_time == first.kind(Kind.NODEPOOL).summaries["np"].up_time + 10 * S

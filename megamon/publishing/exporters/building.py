@@ -1,10 +1,8 @@
 """``build_exporters``: the exporters a configuration's ``Exporters`` key names.
 
-The ``gcs`` exporter writes where the event store lives: the bucket when
-``EventsBucketName`` is set, else ``EventsLocalDir`` — so a cluster without a bucket still
-keeps its report archive beside its history. In simulation (``EnableSimulation``) the event
-store is in memory and the reports go to ``EventsLocalDir``: a simulated fleet never writes
-into a production bucket.
+The ``gcs`` exporter writes where ``megamon/stores/factory.py`` puts reports: beside the
+history (the bucket, or ``EventsLocalDir`` without one), so a cluster without a bucket still
+keeps its report archive; in simulation, in ``EventsLocalDir``.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ from megamon.publishing.exporters.archives import GcsReportExporter, LocalReport
 from megamon.publishing.exporters.base import Exporter
 from megamon.publishing.exporters.configmap import ConfigMapExporter
 from megamon.publishing.exporters.streams import StdoutExporter
-from megamon.stores.factory import gcs_client
+from megamon.stores.factory import Medium, gcs_client, reports_location
 from megamon.telemetry import Instruments
 
 
@@ -55,9 +53,8 @@ def _configmap_exporter(config: Config, api_client: Any) -> ConfigMapExporter:
 def _report_exporter(
     config: Config, storage_client: StorageClient | None, instruments: Instruments | None
 ) -> GcsReportExporter | LocalReportExporter:
-    if config.EnableSimulation or not config.EventsBucketName:
-        return LocalReportExporter(config.EventsLocalDir)
-    client = storage_client or gcs_client(config.GKE.ProjectID)
-    return GcsReportExporter(
-        client, config.EventsBucketName, config.events_path, instruments=instruments
-    )
+    location = reports_location(config)
+    if location.medium is not Medium.GCS:
+        return LocalReportExporter(location.directory)
+    client = storage_client or gcs_client(location.project)
+    return GcsReportExporter(client, location.bucket, location.path, instruments=instruments)

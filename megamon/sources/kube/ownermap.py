@@ -1,5 +1,6 @@
-"""The slice→owner map, kept in a ConfigMap (key ``slice-owner-map.json``) so that a slice
-that vanished while its owner runs is still known to be down after megamon restarts."""
+"""The slice→owner map in a ConfigMap (key ``slice-owner-map.json``), so that a slice that
+vanished while its owner runs is still known to be down after megamon restarts. The real
+``OwnerMapStore`` of ``megamon/observing/owners.py``."""
 
 from __future__ import annotations
 
@@ -9,24 +10,21 @@ from megamon.codec.owners import OWNER_MAP_KEY, decode, encode
 from megamon.domain.owners import SliceOwner
 from megamon.sources.kube.configmaps import ConfigMapKey
 
-__all__ = ["OWNER_MAP_KEY", "OwnerMapStore"]
+__all__ = ["OWNER_MAP_KEY", "ConfigMapOwnerMap"]
 
 
-class OwnerMapStore:
-    """Load and save the map; saves only when it changed."""
+class ConfigMapOwnerMap:
+    """Reads and writes the whole map under one ConfigMap key."""
 
     def __init__(self, key: ConfigMapKey) -> None:
         self._key = key
-        self._saved: dict[str, SliceOwner] | None = None
+
+    def describe(self) -> str:
+        return self._key.describe()
 
     def load(self) -> dict[str, SliceOwner]:
         text = self._key.read()
-        owners = decode(text, self._key.describe()) if text else {}
-        self._saved = dict(owners)
-        return owners
+        return decode(text, self._key.describe()) if text else {}
 
     def save(self, owners: Mapping[str, SliceOwner]) -> None:
-        if self._saved is not None and dict(owners) == self._saved:
-            return
         self._key.write(encode(owners))
-        self._saved = dict(owners)

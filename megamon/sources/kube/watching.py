@@ -16,13 +16,12 @@ promote and re-scan over and over. What happens to the objects is the ``Sink``'s
 
 from __future__ import annotations
 
-import gc
 import logging
 import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -79,6 +78,9 @@ class WatchSettings:
     """No byte for this long on a watch stream (not even a bookmark) means it is dead."""
     backoff_initial: float = 0.5
     backoff_max: float = 30.0
+    pause: Callable[[], AbstractContextManager[None]] = nullcontext
+    """Entered while a page of a list is parsed and taken in: ``megamon run`` pauses the
+    garbage collector there (``megamon/gcpolicy.py``); by default nothing is paused."""
 
 
 def _read_body(response: Any) -> bytes:
@@ -94,29 +96,6 @@ def _parse_list(data: bytes) -> Json:
     if not isinstance(document, dict):
         raise ValueError("the API server answered a list with something other than an object")  # noqa: TRY004
     return document
-
-
-_pause_lock = threading.Lock()
-_pauses = 0
-_collector_was_enabled = False
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No automatic cyclic garbage collection meanwhile (in any thread); nests across threads."""
-    global _pauses, _collector_was_enabled  # noqa: PLW0603 - the collector is process-wide
-    with _pause_lock:
-        if _pauses == 0:
-            _collector_was_enabled = gc.isenabled()
-            gc.disable()
-        _pauses += 1
-    try:
-        yield
-    finally:
-        with _pause_lock:
-            _pauses -= 1
-            if _pauses == 0 and _collector_was_enabled:
-                gc.enable()
 
 
 class Listing:
@@ -145,7 +124,7 @@ class Listing:
         token: str | None = None
         while True:
             data = self._fetch(token)
-            with _collector_paused():  # while the page is parsed and the sink takes it in
+            with self._settings.pause():  # while the page is parsed and the sink takes it in
                 page = _parse_list(data)
                 del data
                 meta = page.get("metadata") or {}

@@ -21,12 +21,13 @@ from megamon.domain.kinds import Kind
 from megamon.domain.reports import Report
 from megamon.loops.aggregator import Aggregator, Intervals
 from megamon.observing.common import Settings
+from megamon.observing.owners import SliceOwners
 from megamon.publishing.joblabels import JobLabeler
 from megamon.recording.eventlog import EventLog
 from megamon.sources.gke.lister import GkeNodePoolLister, make_client
 from megamon.sources.kube.cluster import KubeCluster
 from megamon.sources.kube.configmaps import ConfigMapKey
-from megamon.sources.kube.ownermap import OWNER_MAP_KEY, OwnerMapStore
+from megamon.sources.kube.ownermap import OWNER_MAP_KEY, ConfigMapOwnerMap
 from megamon.sources.kube.resources import JOBSETS, LEADERWORKERSETS, SLICES
 from megamon.sources.kube.watching import WatchSettings
 from megamon.stores.base import EventStore
@@ -306,10 +307,9 @@ class Megamon:
             ),
             kinds=kinds,
             settings=Settings(threshold=threshold, grace_ns=grace_s * 10**9),
-            export=lambda report: None,
+            export=JobLabeler(world.api).export,
             intervals=Intervals(aggregation=aggregation_s, polling=0.1),
-            owner_maps=OwnerMapStore(owner_key),
-            job_labeler=JobLabeler(world.api),
+            slice_owners=SliceOwners(ConfigMapOwnerMap(owner_key)),
         )
         self.cluster.start()
         assert self.cluster.wait_synced(10)

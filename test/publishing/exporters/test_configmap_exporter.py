@@ -82,11 +82,12 @@ def test_a_refused_write_names_the_configmap(fake_kube: FakeKube, kube_api_clien
     assert "403" in message and "\n" not in message
 
 
-def test_an_unreachable_api_server_is_an_export_error(
+def test_an_unreachable_api_server_is_a_source_error_naming_the_configmap(
     fake_kube: FakeKube, kube_api_client: Any
 ) -> None:
     fake_kube.stop()
-    with pytest.raises(exporters.ExportError) as caught:
+    with pytest.raises(SourceError) as caught:
         exporters.ConfigMapExporter(kube_api_client, REF).export(report_at(T0))
-    assert str(caught.value).startswith("configmap megamon-system/megamon-report key report:")
-    assert isinstance(caught.value, MegamonError)
+    message = str(caught.value)
+    assert message.startswith("configmap megamon-system/megamon-report key report: read:")
+    assert "unreachable" in message and isinstance(caught.value, MegamonError)

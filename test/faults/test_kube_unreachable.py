@@ -1,0 +1,63 @@
+"""The Kubernetes API becomes unreachable while megamon has a write to make to it.
+
+With ``SliceEnabled`` megamon writes the slice→owner map to a ConfigMap whenever it changes.
+Here every write of it is refused (HTTP 500) so that a save stays pending, then the API server
+goes away altogether: the next attempts fail in the transport (connection refused), not with
+an HTTP status. GKE keeps answering, and a node pool that turns ERROR meanwhile must be
+recorded at once, with its timestamp — one unreachable API must not cost the other's history.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+
+from megamon.domain import timestamps
+from test.e2e.harness import value
+from test.faults.harness import CYCLE_S, PATH, Rig
+
+OWNER_MAPS = "/api/v1/namespaces/megamon-system/configmaps"
+TOLERANCE_NS = int((2 * CYCLE_S + 1.0) * 1e9)
+
+
+def node_pools(rig: Rig) -> dict[str, Any]:
+    """The node pool history in the bucket now (a fresh read every time)."""
+    blob = rig.storage.bucket(rig.bucket).get_blob(f"{PATH}/node-pools.json")
+    return {} if blob is None else dict(orjson.loads(blob.download_as_bytes()))
+
+
+def test_kubernetes_api_unreachable_with_slices_keeps_recording_node_pools(
+    fresh_rig: Rig,
+) -> None:
+    rig = fresh_rig
+    for verb in ("create", "update"):
+        rig.kube.fail_next(None, status=500, path_prefix=OWNER_MAPS, verb=verb)
+    rig.world.pool("a", "RUNNING", topology="2x2x2", machine_type="tpu7x-standard-4t")
+    for i in range(2):
+        rig.world.node(f"a-{i}", "a", topology="2x2x2", extra=None)
+    rig.world.jobset("train", replicas=1, topology="2x2x2")
+    rig.world.slice("slice-a", owner="train")
+    megamon = rig.megamon(SliceEnabled=True)
+    megamon.settle(lambda s: value(s, "megamon_nodepool_up", nodepool_name="a") == 1.0, "pool a up")
+    megamon.wait_for(lambda: "cannot save the slice owner map" in megamon.log(), "a failed save")
+
+    rig.kube.stop()
+    try:
+        changed_at = time.time_ns()
+        rig.world.pool("b", "ERROR", topology="2x4", machine_type="ct5lp-hightpu-8t")
+        megamon.settle(
+            lambda s: value(s, "megamon_nodepool_up", nodepool_name="b") == 0.0,
+            "pool b reported while the Kubernetes API is unreachable",
+        )
+        megamon.wait_for(lambda: "b" in node_pools(rig), "pool b recorded")
+        history = node_pools(rig)
+    finally:
+        rig.kube.start()
+
+    first = history["b"]["upEvents"][0]
+    assert first["up"] is False and first.get("f") is True
+    assert 0 <= timestamps.parse(first["ts"]) - changed_at <= TOLERANCE_NS
+    assert [e["up"] for e in history["a"]["upEvents"]] == [False, True]
+    assert "unreachable" in megamon.log()
