@@ -8,7 +8,7 @@ import argparse
 import time
 from pathlib import Path
 
-from megamon.config import DEFAULT_CONFIG_PATH, Config, load_config
+from megamon.config import DEFAULT_CONFIG_PATH, Config, bucket_prefix, load_config
 from megamon.domain import timestamps
 from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError
@@ -68,6 +68,6 @@ def history_store(args: argparse.Namespace) -> EventStore:
         return LocalEventStore(args.events_dir)
     config = history_config(args)
     if args.bucket:
-        path = args.path if args.path is not None else config.events_path
+        path = bucket_prefix(args.path) if args.path is not None else config.events_path
         return GcsEventStore(gcs_client(config.GKE.ProjectID), args.bucket, path)
     return open_store(config)
