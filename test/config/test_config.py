@@ -83,7 +83,33 @@ def test_defaults() -> None:
             "MetricsPrefix: '1bad' does not make a Prometheus metric name",
         ),
         (b'{"GKE": {"ProjectID": 7}}', "GKE.ProjectID: Input should be a valid string"),
-        (b'{"ReportConfigMapRef": {"Name": "x"}}', "ReportConfigMapRef.Namespace: Field required"),
+        (
+            b'{"AggregationIntervalSeconds": 1000000000000}',
+            "AggregationIntervalSeconds: Input should be less than or equal to 86400",
+        ),
+        (
+            b'{"AggregationIntervalSeconds": 1e12}',
+            "AggregationIntervalSeconds: Input should be a valid integer",
+        ),
+        (
+            b'{"PollingIntervalSeconds": 86401}',
+            "PollingIntervalSeconds: Input should be less than or equal to 86400",
+        ),
+        (
+            b'{"NodeUnknownGracePeriodSeconds": 99999999999}',
+            "NodeUnknownGracePeriodSeconds: Input should be less than or equal to 604800",
+        ),
+        (b'{"OTLPTimeoutSeconds": 0}', "OTLPTimeoutSeconds: Input should be greater than 0"),
+        (b"", "the configuration file is empty"),
+        (b" \n", "the configuration file is empty"),
+        (
+            b'{"EventBucketName": "b"}',
+            "unknown key EventBucketName: did you mean EventsBucketName?",
+        ),
+        (
+            b'{"GKE": {"ClusterNme": "c"}}',
+            "unknown key GKE.ClusterNme: did you mean GKE.ClusterName?",
+        ),
         (b'{"EnableSimulation": "yes"}', "EnableSimulation: Input should be a valid boolean"),
         (b"[]", "the configuration must be a JSON object"),
         (b"{", "invalid JSON"),
