@@ -102,6 +102,11 @@ class Config(_Section):
     NodeUnknownGracePeriodSeconds: int = Field(180, ge=0, le=MAX_GRACE_SECONDS)
     """How long a node may be Unknown before it counts as not ready; 0: Unknown stays
     Unknown, as in the Go megamon (docs/migrating.md)."""
+    TrackSingleHostNodePools: bool = True
+    """False: like the Go megamon, only node pools with a placement topology (multi-host)."""
+    RecordFailedProvisioning: bool = True
+    """False: like the Go megamon, a node pool in ERROR is only down (no ``failed`` state and
+    no ``f`` event), so a history stays one the Go megamon summarizes."""
     OTLPEndpoint: str = ""
     """Where the ``otlp`` exporter pushes (OTLP/HTTP base URL, ``/v1/metrics`` is added);
     empty: ``OTEL_EXPORTER_OTLP_ENDPOINT``, else ``http://localhost:4318``."""
@@ -165,8 +170,15 @@ def _fold(key: str) -> str:
     return key.lower().replace("\u017f", "s")
 
 
+_GO_ONLY_KEYS = frozenset({"optionalcontrollersuffix"})
+"""Keys of the Go megamon's config that mean nothing here (controller-runtime names)."""
+
+
 def _unknown_key(key: str, fields: dict[str, str], where: str) -> None:
     """Warn of a key Go would ignore, or refuse one that looks like a typo of a known key."""
+    if not where and _fold(key) in _GO_ONLY_KEYS:
+        log.warning("config: key %s is the Go megamon's only; ignored", key)
+        return
     close = difflib.get_close_matches(_fold(key), list(fields), n=1, cutoff=_SIMILAR_KEY_CUTOFF)
     if close:
         raise ConfigError(f"unknown key {where}{key}: did you mean {where}{fields[close[0]]}?")
