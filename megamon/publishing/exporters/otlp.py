@@ -12,8 +12,10 @@ second ``_seconds``.
 A push never blocks a cycle: ``export`` only wakes the pusher thread, which collects the
 families when it gets to them. While a push is under way (a slow or unreachable receiver),
 further wake-ups fold into one, so pushes never queue up and the next one after an outage
-carries the values current at that moment. A failed push is logged once per outage, and
-the recovery once.
+carries the values current at that moment. Between reports the pusher also pushes every
+interval, as the Go megamon's periodic reader does, so a backend keeps receiving the
+freshness gauges while cycles fail. A failed push is logged once per outage, and the
+recovery once.
 """
 
 from __future__ import annotations
@@ -175,7 +177,8 @@ def megamon_resource(version: str) -> Resource:
 
 
 class OtlpExporter:
-    """Pushes the ``/metrics`` families after every report, from a thread of its own."""
+    """Pushes the ``/metrics`` families after every report and every ``interval_seconds``,
+    from a thread of its own (started by the first report)."""
 
     name = EXPORTER_OTLP
 
@@ -185,6 +188,7 @@ class OtlpExporter:
         exporter: MetricExporter,
         *,
         version: str,
+        interval_seconds: float = 10.0,
         timeout_seconds: float = 10.0,
         clock: Callable[[], int] = time.time_ns,
     ) -> None:
@@ -192,6 +196,7 @@ class OtlpExporter:
         self._exporter = exporter
         self._resource = megamon_resource(version)
         self._scope = InstrumentationScope(SCOPE_NAME, version)
+        self._interval = interval_seconds
         self._timeout_ms = timeout_seconds * 1000
         self._clock = clock
         self._start = clock()
@@ -220,7 +225,7 @@ class OtlpExporter:
 
     def _run(self) -> None:
         while True:
-            self._wake.wait()
+            self._wake.wait(self._interval)
             self._wake.clear()
             if self._stopping:
                 return
@@ -262,5 +267,9 @@ def build_otlp_exporter(config: Config, collect: Collect, version: str) -> OtlpE
         endpoint=otlp_endpoint(config), timeout=float(config.OTLPTimeoutSeconds)
     )
     return OtlpExporter(
-        collect, exporter, version=version, timeout_seconds=config.OTLPTimeoutSeconds
+        collect,
+        exporter,
+        version=version,
+        interval_seconds=config.AggregationIntervalSeconds,
+        timeout_seconds=config.OTLPTimeoutSeconds,
     )

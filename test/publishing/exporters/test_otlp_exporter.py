@@ -136,7 +136,13 @@ def otlp_exporter(config: Config, megamon: Megamon) -> OtlpExporter:
 
 @pytest.fixture
 def exporter(receiver: Receiver, megamon: Megamon) -> Iterator[OtlpExporter]:
-    config = Config(Exporters=["otlp"], OTLPEndpoint=receiver.url, OTLPTimeoutSeconds=30)
+    # A day between periodic pushes: in these tests, every push follows an export.
+    config = Config(
+        Exporters=["otlp"],
+        OTLPEndpoint=receiver.url,
+        OTLPTimeoutSeconds=30,
+        AggregationIntervalSeconds=86_400,
+    )
     built = otlp_exporter(config, megamon)
     yield built
     receiver.release.set()
@@ -217,7 +223,8 @@ def test_the_endpoint_comes_from_the_standard_variable_when_the_config_has_none(
     receiver: Receiver, megamon: Megamon, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
-    built = otlp_exporter(Config(Exporters=["otlp"]), megamon)
+    config = Config(Exporters=["otlp"], AggregationIntervalSeconds=86_400)
+    built = otlp_exporter(config, megamon)
     try:
         megamon.report = report_at(HOUR)
         built.export(megamon.report)
@@ -261,3 +268,20 @@ def test_a_receiver_that_does_not_answer_blocks_no_cycle(
     samples = pushed(receiver.next_request())  # the cycles' wake-ups folded into one push
     assert samples == megamon.metrics()
     assert _value(samples, "megamon_nodepool_up") == 0.0
+
+
+def test_between_reports_the_pusher_pushes_every_interval(
+    receiver: Receiver, megamon: Megamon
+) -> None:
+    """internal/metrics/metrics.go: initMeterProvider — a periodic reader at the aggregation
+    interval: a backend keeps hearing from megamon while its cycles fail."""
+    config = Config(Exporters=["otlp"], OTLPEndpoint=receiver.url, AggregationIntervalSeconds=1)
+    built = otlp_exporter(config, megamon)
+    try:
+        megamon.report = report_at(HOUR)
+        built.export(megamon.report)  # the only report
+        receiver.next_request()
+        later = receiver.next_request()  # no export: pushed by the interval
+        assert pushed(later) == megamon.metrics()
+    finally:
+        built.close()
