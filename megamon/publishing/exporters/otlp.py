@@ -14,8 +14,8 @@ families when it gets to them. While a push is under way (a slow or unreachable 
 further wake-ups fold into one, so pushes never queue up and the next one after an outage
 carries the values current at that moment. Between reports the pusher also pushes every
 interval, as the Go megamon's periodic reader does, so a backend keeps receiving the
-freshness gauges while cycles fail. A failed push is logged once per outage, and the
-recovery once.
+freshness gauges while cycles fail. megamon logs one warning per outage and one line at the
+recovery (the SDK's exporter logs each refused request itself).
 """
 
 from __future__ import annotations
