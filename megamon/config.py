@@ -201,8 +201,7 @@ def _canonical_keys(
         if name is None:
             _unknown_key(key, fields, where)
             continue
-        if value is None:
-            result.pop(name, None)
+        if value is None:  # Go leaves the field as it was, even after an earlier spelling
             continue
         annotation = model.model_fields[name].annotation
         nested = isinstance(annotation, type) and issubclass(annotation, BaseModel)

@@ -153,6 +153,18 @@ def test_nulls_leave_the_defaults_as_go_decodes_them(data: bytes) -> None:
     assert parse_config(data, "c.json") == Config()
 
 
+def test_keys_in_two_spellings_apply_in_order_as_go_decodes_them() -> None:
+    """internal/manager/manager.go: MustConfigure — each key decodes into the field it
+    folds to, in order: the last value wins, a null changes nothing, sections merge."""
+    config = parse_config(
+        b'{"MetricsPrefix": "a", "metricsprefix": "b", "METRICSPREFIX": null,'
+        b' "GKE": {"ProjectID": "p"}, "gke": {"clustername": "c"}}',
+        "c.json",
+    )
+    assert config.MetricsPrefix == "b"
+    assert (config.GKE.ProjectID, config.GKE.ClusterName) == ("p", "c")
+
+
 def test_a_config_map_ref_with_only_a_name_keeps_the_default_namespace() -> None:
     """internal/manager/manager.go: MustConfigure — ReportConfigMapRef is decoded into its
     default types.NamespacedName{megamon-system, megamon-report}."""
