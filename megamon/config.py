@@ -134,6 +134,13 @@ class Config(_Section):
                 raise ValueError(f"unknown exporter {name!r} (known: {', '.join(EXPORTERS)})")
         return value
 
+    @field_validator("OTLPEndpoint")
+    @classmethod
+    def _endpoint_is_a_url(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value
+
     @property
     def metric_prefix(self) -> str:
         """``MetricsPrefix`` with dots as underscores: ``megamon.alpha`` → ``megamon_alpha``."""

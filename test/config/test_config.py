@@ -100,6 +100,10 @@ def test_defaults() -> None:
             "NodeUnknownGracePeriodSeconds: Input should be less than or equal to 604800",
         ),
         (b'{"OTLPTimeoutSeconds": 0}', "OTLPTimeoutSeconds: Input should be greater than 0"),
+        (
+            b'{"OTLPEndpoint": "localhost:4318"}',
+            "OTLPEndpoint: 'localhost:4318' is not an http:// or https:// URL",
+        ),
         (b"", "the configuration file is empty"),
         (b" \n", "the configuration file is empty"),
         (
