@@ -128,7 +128,7 @@ def _decode_record(raw: Any, cache: _TimestampCache, source: str, key: str) -> E
                 and type(text) is str
                 and (ed is False or ed is True)
                 and (failed is False or failed is True)
-                and len(event) == 2 + ("ed" in event) + ("f" in event)
+                and len(event) == 2 + ed + failed  # nothing else: no other spelling
             ):
                 try:
                     ts.append(cache[text])
