@@ -39,8 +39,6 @@ from megamon.errors import EventFileError
 
 UP_EVENTS = "upEvents"
 
-_BOOL_FLAGS = (("up", FLAG_UP), ("ed", FLAG_EXPECTED_DOWN), ("f", FLAG_FAILED))
-
 
 class _TimestampCache(dict[str, int]):
     """Parsed timestamps by text: one ``now`` per cycle is shared by every key of a file."""
@@ -75,8 +73,8 @@ def _decode_event(raw: Any, cache: _TimestampCache) -> tuple[int, int]:
     values: dict[str, Any] = {}
     for key, value in raw.items():
         folded = _fold(key)
-        if folded in _EVENT_FIELDS or folded == _TS:
-            values[folded] = value
+        if value is not None and (folded in _EVENT_FIELDS or folded == _TS):
+            values[folded] = value  # a null leaves the field as it was (a bool, a time)
     flags = 0
     for name, bit in _EVENT_FIELDS.items():
         value = values.get(name)
@@ -94,7 +92,8 @@ def _decode_event(raw: Any, cache: _TimestampCache) -> tuple[int, int]:
 
 
 def _events_of(raw: dict[str, Any]) -> Any:
-    """The ``upEvents`` value of a record, its key in any letter case (the last wins)."""
+    """The ``upEvents`` value of a record, its key in any letter case (the last wins; a
+    ``null`` empties the list, as Go's decoder sets a slice to nil)."""
     if len(raw) == 1 and UP_EVENTS in raw:
         return raw[UP_EVENTS]
     events = None

@@ -235,6 +235,13 @@ def test_event_files_read_keys_in_any_case_null_up_and_missing_flags_as_go_does(
     assert [e.up for e in record.events] == [False, True, False, True]
     assert [e.expected_down for e in record.events] == [False, False, True, False]
     assert history.decode_event_file(b'{"np":{"upEvents":null}}', "f")["np"] == EventRecord()
+    # Two spellings apply in order; a null leaves a bool as it was but empties a list.
+    (event,) = history.decode_event_file(
+        b'{"np":{"upEvents":[{"up":true,"UP":null,"ts":"2026-05-04T18:00:00Z","Ts":null}]}}', "f"
+    )["np"].events
+    assert event.up is True
+    emptied = b'{"np":{"upEvents":[{"up":false,"ts":"2026-05-04T18:00:00Z"}],"UpEvents":null}}'
+    assert history.decode_event_file(emptied, "f")["np"] == EventRecord()
 
 
 # --- Row: never-up failed resource ---------------------------------------------------------
