@@ -18,7 +18,7 @@ from kubernetes.config.config_exception import ConfigException
 from prometheus_client import CollectorRegistry
 
 from megamon import __version__
-from megamon.config import Config
+from megamon.config import UNKNOWN_STAYS_UNKNOWN, Config
 from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError
 from megamon.gcpolicy import GcPolicy
@@ -66,10 +66,19 @@ def enabled_kinds(config: Config) -> frozenset[Kind]:
     return frozenset(kinds)
 
 
+UNKNOWN_FOREVER_NS = (1 << 63) - 1
+"""A grace period no node outlasts: ``NodeUnknownGracePeriodSeconds`` 0."""
+
+
 def observer_settings(config: Config) -> Settings:
+    """``NodeUnknownGracePeriodSeconds`` 0 keeps an Unknown node Unknown, as the Go megamon
+    does (docs/migrating.md); any other value is the grace before it counts as not ready."""
+    grace = config.NodeUnknownGracePeriodSeconds
     return Settings(
         threshold=config.UnknownCountThreshold,
-        grace_ns=config.NodeUnknownGracePeriodSeconds * 1_000_000_000,
+        grace_ns=UNKNOWN_FOREVER_NS if grace == UNKNOWN_STAYS_UNKNOWN else grace * 1_000_000_000,
+        single_host_pools=config.TrackSingleHostNodePools,
+        failed_provisioning=config.RecordFailedProvisioning,
     )
 
 
@@ -173,7 +182,13 @@ def start(config: Config) -> Service:
     )
     elector = _elector(config, api)
     is_leader = elector.is_leader if elector is not None else (lambda: True)
-    exporters = build_exporters(config, api_client=api, instruments=instruments)
+    exporters = build_exporters(
+        config,
+        api_client=api,
+        instruments=instruments,
+        collect=registry.collect,
+        version=__version__,
+    )
     if not config.DisableNodePoolJobLabelling:
         exporters.append(JobLabeler(api))
     aggregator = Aggregator(

@@ -1,13 +1,19 @@
 """Configuration: the Go megamon's JSON file, loaded unchanged (README, Configuration).
 
-Keys are matched case-insensitively, as Go's ``encoding/json`` matches them; unknown keys are
-warned about, not fatal. Values are checked strictly (Go does not turn ``"10"`` into 10 or
-``10.5`` into an integer), and an invalid file is refused at start with one message naming
-the key and the reason.
+Read as Go's ``encoding/json`` reads it into the Go megamon's defaults: keys match
+case-insensitively, ``null`` leaves a setting at its default (a top-level ``null`` leaves them
+all), and a section such as ``ReportConfigMapRef`` that names only some of its fields keeps
+the defaults of the others. An empty file is refused, as Go refuses it. An unknown key is a
+warning (Go ignores it) unless it is close to a known one — ``EventBucketName`` — which is
+refused with "did you mean": a typo must not send history to the wrong place. Values are
+checked strictly (Go does not turn ``"10"`` into 10 or ``10.5`` into an integer) and within
+sane bounds, and an invalid file is refused at start with one message naming the key and the
+reason.
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
 from pathlib import Path
 from typing import Any
@@ -23,7 +29,18 @@ DEFAULT_CONFIG_PATH = "/etc/megamon/config.json"
 EXPORTER_STDOUT = "stdout"
 EXPORTER_CONFIGMAP = "configmap"
 EXPORTER_GCS = "gcs"
-EXPORTERS = (EXPORTER_STDOUT, EXPORTER_CONFIGMAP, EXPORTER_GCS)
+EXPORTER_OTLP = "otlp"
+EXPORTERS = (EXPORTER_STDOUT, EXPORTER_CONFIGMAP, EXPORTER_GCS, EXPORTER_OTLP)
+
+MAX_INTERVAL_SECONDS = 86_400
+"""A day: an aggregation or polling interval longer than that is a typo, not a setting."""
+MAX_GRACE_SECONDS = 7 * 86_400
+"""A week of a node Unknown before it counts as not ready."""
+MAX_OTLP_TIMEOUT_SECONDS = 300
+UNKNOWN_STAYS_UNKNOWN = 0
+"""``NodeUnknownGracePeriodSeconds`` 0: a node stays Unknown however long (the Go megamon)."""
+_SIMILAR_KEY_CUTOFF = 0.85
+"""How alike an unknown key must be to a known one to be taken for its typo."""
 
 
 class _Section(BaseModel):
@@ -31,10 +48,11 @@ class _Section(BaseModel):
 
 
 class ConfigMapRef(_Section):
-    """A namespaced name, as Go's ``types.NamespacedName``."""
+    """A namespaced name, as Go's ``types.NamespacedName``; a file that names only one of
+    the two keeps the default of the other (Go decodes into the default)."""
 
-    Namespace: str
-    Name: str
+    Namespace: str = ""
+    Name: str = ""
 
 
 class GKEConfig(_Section):
@@ -56,8 +74,8 @@ class Config(_Section):
     """Every setting of ``megamon run``, with the Go megamon's names and defaults."""
 
     MetricsPrefix: str = "megamon"
-    AggregationIntervalSeconds: int = Field(10, gt=0)
-    PollingIntervalSeconds: int = Field(0, ge=0)
+    AggregationIntervalSeconds: int = Field(10, gt=0, le=MAX_INTERVAL_SECONDS)
+    PollingIntervalSeconds: int = Field(0, ge=0, le=MAX_INTERVAL_SECONDS)
     Exporters: list[str] = []
     ReportConfigMapRef: ConfigMapRef = ConfigMapRef(
         Namespace="megamon-system", Name="megamon-report"
@@ -81,7 +99,18 @@ class Config(_Section):
     EnableSimulation: bool = False
     GKE: GKEConfig = GKEConfig()
     UnknownCountThreshold: float = Field(1.0, ge=0.0, le=1.0)
-    NodeUnknownGracePeriodSeconds: int = Field(180, ge=0)
+    NodeUnknownGracePeriodSeconds: int = Field(180, ge=0, le=MAX_GRACE_SECONDS)
+    """How long a node may be Unknown before it counts as not ready; 0: Unknown stays
+    Unknown, as in the Go megamon (docs/migrating.md)."""
+    TrackSingleHostNodePools: bool = True
+    """False: like the Go megamon, only node pools with a placement topology (multi-host)."""
+    RecordFailedProvisioning: bool = True
+    """False: like the Go megamon, a node pool in ERROR is only down (no ``failed`` state and
+    no ``f`` event), so a history stays one the Go megamon summarizes."""
+    OTLPEndpoint: str = ""
+    """Where the ``otlp`` exporter pushes (OTLP/HTTP base URL, ``/v1/metrics`` is added);
+    empty: ``OTEL_EXPORTER_OTLP_ENDPOINT``, else ``http://localhost:4318``."""
+    OTLPTimeoutSeconds: int = Field(10, gt=0, le=MAX_OTLP_TIMEOUT_SECONDS)
     SliceEnabled: bool = False
     LeaderWorkerSetSupport: bool = False
 
@@ -105,6 +134,13 @@ class Config(_Section):
                 raise ValueError(f"unknown exporter {name!r} (known: {', '.join(EXPORTERS)})")
         return value
 
+    @field_validator("OTLPEndpoint")
+    @classmethod
+    def _endpoint_is_a_url(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value
+
     @property
     def metric_prefix(self) -> str:
         """``MetricsPrefix`` with dots as underscores: ``megamon.alpha`` → ``megamon_alpha``."""
@@ -124,24 +160,65 @@ class Config(_Section):
 
     @property
     def events_path(self) -> str:
-        """``EventsBucketPath``, defaulting to ``megamon/clusters/<ClusterName>``."""
-        return self.EventsBucketPath or f"megamon/clusters/{self.GKE.ClusterName}"
+        """The objects' prefix in the bucket: ``EventsBucketPath`` (default
+        ``megamon/clusters/<ClusterName>``) as the Go megamon trims it."""
+        return bucket_prefix(self.EventsBucketPath or f"megamon/clusters/{self.GKE.ClusterName}")
 
 
-def _canonical_keys(raw: dict[str, Any], model: type[BaseModel], where: str) -> dict[str, Any]:
-    """``raw`` with keys renamed to the model's field names, matched case-insensitively."""
-    fields = {name.lower(): name for name in model.model_fields}
+def bucket_prefix(path: str) -> str:
+    """The Go megamon's object prefix for ``EventsBucketPath``: one trailing ``/`` removed
+    and nothing else (``strings.TrimSuffix``), so ``/a/b`` stays a different object than
+    ``a/b`` and a switched megamon finds the history where the Go megamon wrote it."""
+    return path.removesuffix("/")
+
+
+def _fold(key: str) -> str:
+    """A key folded as Go's ``encoding/json`` compares keys (Unicode simple folding)."""
+    return key.lower().replace("\u017f", "s")
+
+
+_GO_ONLY_KEYS = frozenset({"optionalcontrollersuffix"})
+"""Keys of the Go megamon's config that mean nothing here (controller-runtime names)."""
+
+
+def _unknown_key(key: str, fields: dict[str, str], where: str) -> None:
+    """Warn of a key Go would ignore, or refuse one that looks like a typo of a known key."""
+    if not where and _fold(key) in _GO_ONLY_KEYS:
+        log.warning("config: key %s is the Go megamon's only; ignored", key)
+        return
+    close = difflib.get_close_matches(_fold(key), list(fields), n=1, cutoff=_SIMILAR_KEY_CUTOFF)
+    if close:
+        raise ConfigError(f"unknown key {where}{key}: did you mean {where}{fields[close[0]]}?")
+    log.warning("config: unknown key %s%s ignored", where, key)
+
+
+def _canonical_keys(
+    raw: dict[str, Any], model: type[BaseModel], where: str, base: BaseModel | None = None
+) -> dict[str, Any]:
+    """``raw`` with keys renamed to the model's field names, matched as Go matches them.
+
+    Like Go's decoder, which decodes into the defaults: a ``null`` leaves the setting as it
+    was, and a section (a nested object) starts from the current value of its fields, so
+    ``{"ReportConfigMapRef": {"Name": "r"}}`` keeps the default namespace.
+    """
+    fields = {_fold(name): name for name in model.model_fields}
     result: dict[str, Any] = {}
     for key, value in raw.items():
-        name = fields.get(key.lower())
+        name = fields.get(_fold(key))
         if name is None:
-            log.warning("config: unknown key %s%s ignored", where, key)
+            _unknown_key(key, fields, where)
+            continue
+        if value is None:  # Go leaves the field as it was, even after an earlier spelling
             continue
         annotation = model.model_fields[name].annotation
         nested = isinstance(annotation, type) and issubclass(annotation, BaseModel)
         if nested and isinstance(value, dict):
             assert isinstance(annotation, type)
-            result[name] = _canonical_keys(value, annotation, f"{where}{name}.")
+            current = getattr(base, name) if base is not None else None
+            start = current.model_dump() if isinstance(current, BaseModel) else {}
+            start.update(result.get(name, {}))
+            start.update(_canonical_keys(value, annotation, f"{where}{name}.", current))
+            result[name] = start
         else:
             result[name] = value
     return result
@@ -158,16 +235,25 @@ def _describe(err: ValidationError) -> str:
 
 def parse_config(data: bytes, source: str) -> Config:
     """The configuration in ``data``; ``source`` names the file in error messages."""
+    if not data.strip():
+        raise ConfigError(f"{source}: the configuration file is empty (write {{}} for defaults)")
     try:
-        raw = orjson.loads(data) if data.strip() else {}
+        raw = orjson.loads(data)
     except orjson.JSONDecodeError as err:
         raise ConfigError(f"{source}: invalid JSON: {err}") from None
+    if raw is None:  # Go decodes a top-level null as "nothing to change"
+        raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the configuration must be a JSON object")
     try:
-        return Config.model_validate(_canonical_keys(raw, Config, ""))
+        return Config.model_validate(_canonical_keys(raw, Config, "", _DEFAULTS))
+    except ConfigError as err:
+        raise ConfigError(f"{source}: {err}") from None
     except ValidationError as err:
         raise ConfigError(f"{source}: {_describe(err)}") from None
+
+
+_DEFAULTS = Config()
 
 
 def load_config(path: str | Path) -> Config:

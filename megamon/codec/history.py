@@ -13,8 +13,9 @@ would write::
   order ``up, ed, f, ts`` (Go's struct order); keys sorted, no whitespace (``json.Marshal``).
 - ``ts`` is RFC 3339 with up to nine fractional digits, read as integer nanoseconds in any
   offset and written in UTC with a trailing ``Z`` (``time.RFC3339Nano``).
-- Like Go's decoder: unknown fields are ignored, and ``null`` stands for an empty file or an
-  empty event list.
+- Read as Go's decoder reads it: keys in any letter case (``UP``, ``Ts``, ``UpEvents``),
+  unknown fields ignored, ``null`` or a missing ``up``/``ed``/``f`` is false, and ``null``
+  stands for an empty file, record or event list.
 
 Summaries and reports have their own module, ``megamon.codec.report``.
 """
@@ -38,8 +39,6 @@ from megamon.errors import EventFileError
 
 UP_EVENTS = "upEvents"
 
-_BOOL_FLAGS = (("up", FLAG_UP), ("ed", FLAG_EXPECTED_DOWN), ("f", FLAG_FAILED))
-
 
 class _TimestampCache(dict[str, int]):
     """Parsed timestamps by text: one ``now`` per cycle is shared by every key of a file."""
@@ -50,20 +49,40 @@ class _TimestampCache(dict[str, int]):
         return value
 
 
+_EVENT_FIELDS = {"up": FLAG_UP, "ed": FLAG_EXPECTED_DOWN, "f": FLAG_FAILED}
+_TS = "ts"
+_FOLDED_UP_EVENTS = UP_EVENTS.lower()
+
+
+def _fold(key: str) -> str:
+    """A key folded as Go's ``encoding/json`` matches keys to fields (Unicode simple case
+    folding: ``UP``, ``Up`` and ``up`` are one field, and so are ``upEvents`` and
+    ``upEventſ``)."""
+    return key.lower().replace("\u017f", "s")
+
+
 def _decode_event(raw: Any, cache: _TimestampCache) -> tuple[int, int]:
-    """(ts, flags) of one event object, or a ``ValueError`` that says what is wrong."""
+    """(ts, flags) of one event object, or a ``ValueError`` that says what is wrong.
+
+    As Go's ``encoding/json`` fills an ``UpEvent``: keys in any letter case (the last of
+    two spellings wins), ``null`` or a missing flag is false, unknown keys are ignored.
+    ``ts`` is required: Go would read a missing one as the year 1, which no history means.
+    """
     if type(raw) is not dict:
         raise ValueError(f"an event must be an object, got {_kind_of(raw)}")
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        folded = _fold(key)
+        if value is not None and (folded in _EVENT_FIELDS or folded == _TS):
+            values[folded] = value  # a null leaves the field as it was (a bool, a time)
     flags = 0
-    for name, bit in _BOOL_FLAGS:
-        value = raw.get(name, False)
+    for name, bit in _EVENT_FIELDS.items():
+        value = values.get(name)
         if value is True:
             flags |= bit
-        elif value is not False and not (value is None and name != "up"):
+        elif value is not False and value is not None:
             raise ValueError(f"{name!r} must be true or false, got {_kind_of(value)}")
-    if "up" not in raw:
-        raise ValueError("'up' is missing")
-    text = raw.get("ts")
+    text = values.get(_TS)
     if type(text) is not str:
         raise ValueError(f"'ts' must be an RFC 3339 string, got {_kind_of(text)}")
     try:
@@ -72,12 +91,24 @@ def _decode_event(raw: Any, cache: _TimestampCache) -> tuple[int, int]:
         raise ValueError(f"'ts': {err}") from None
 
 
+def _events_of(raw: dict[str, Any]) -> Any:
+    """The ``upEvents`` value of a record, its key in any letter case (the last wins; a
+    ``null`` empties the list, as Go's decoder sets a slice to nil)."""
+    if len(raw) == 1 and UP_EVENTS in raw:
+        return raw[UP_EVENTS]
+    events = None
+    for key, value in raw.items():
+        if _fold(key) == _FOLDED_UP_EVENTS:
+            events = value
+    return events
+
+
 def _decode_record(raw: Any, cache: _TimestampCache, source: str, key: str) -> EventRecord:
     if raw is None:
         return EventRecord()
     if type(raw) is not dict:
         raise EventFileError(source, f"a record must be an object, got {_kind_of(raw)}", key)
-    events = raw.get(UP_EVENTS)
+    events = _events_of(raw)
     if events is None:
         return EventRecord()
     if type(events) is not list:
@@ -85,8 +116,9 @@ def _decode_record(raw: Any, cache: _TimestampCache, source: str, key: str) -> E
     ts: list[int] = []
     flags = bytearray()
     for index, event in enumerate(events):
-        # The fast path takes the events megamon and the Go megamon write; anything else
-        # (nulls, wrong types, bad text) goes through the checking decoder.
+        # The fast path takes the events megamon and the Go megamon write: exactly the
+        # keys ``up``, ``ts`` and the true flags. Anything else (other spellings, nulls,
+        # wrong types, bad text) goes through the checking decoder.
         if type(event) is dict:
             up, text = event.get("up"), event.get("ts")
             ed, failed = event.get("ed", False), event.get("f", False)
@@ -95,6 +127,7 @@ def _decode_record(raw: Any, cache: _TimestampCache, source: str, key: str) -> E
                 and type(text) is str
                 and (ed is False or ed is True)
                 and (failed is False or failed is True)
+                and len(event) == 2 + ed + failed  # nothing else: no other spelling
             ):
                 try:
                     ts.append(cache[text])

@@ -31,6 +31,7 @@ class Attrs(BaseModel):
     slice_owner_kind: str = Field("", alias="sliceOwnerKind")
     slice_owner_name: str = Field("", alias="sliceOwnerName")
     slice_owner_namespace: str = Field("", alias="sliceOwnerNamespace")
+    slice_uid: str = Field("", alias="sliceUID")
     lws_name: str = Field("", alias="lwsName")
     lws_namespace: str = Field("", alias="lwsNamespace")
     lws_uid: str = Field("", alias="lwsUID")

@@ -14,10 +14,15 @@ from megamon.domain.rules.readiness import DEFAULT_UNKNOWN_GRACE_NS
 
 @dataclass(frozen=True)
 class Settings:
-    """``UnknownCountThreshold`` and the node Unknown grace period."""
+    """``UnknownCountThreshold``, the node Unknown grace period, and the switches back to the
+    Go megamon's behaviour (docs/migrating.md)."""
 
     threshold: float = 1.0
     grace_ns: int = DEFAULT_UNKNOWN_GRACE_NS
+    single_host_pools: bool = True
+    """``TrackSingleHostNodePools``: False tracks only pools with a placement topology."""
+    failed_provisioning: bool = True
+    """``RecordFailedProvisioning``: False never marks a node pool failed (no ``f`` event)."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 from google.auth import exceptions as auth_exceptions
 from google.cloud.storage import Client as StorageClient
 
-from megamon.config import Config
+from megamon.config import Config, bucket_prefix
 from megamon.errors import ConfigError, StoreError
 from megamon.stores.base import EventStore, ObjectBackend
 from megamon.stores.gcs import GcsEventStore, GcsObjects
@@ -77,7 +77,7 @@ def _override(config: Config, overrides: Overrides) -> Location | None:
     if overrides.events_dir:
         return Location(Medium.LOCAL, directory=overrides.events_dir)
     if overrides.bucket:
-        path = overrides.path if overrides.path is not None else config.events_path
+        path = bucket_prefix(overrides.path) if overrides.path is not None else config.events_path
         return Location(
             Medium.GCS, bucket=overrides.bucket, path=path, project=config.GKE.ProjectID
         )

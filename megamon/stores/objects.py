@@ -48,7 +48,7 @@ class ObjectEventStore:
         clock: Callable[[], int] = time.time_ns,
     ) -> None:
         self._backend = backend
-        self._path = path.strip("/")
+        self._path = path  # as the Go megamon names objects: see config.bucket_prefix
         self._instruments = instruments or Instruments.unregistered()
         self._clock = clock
         self._cache: dict[Kind, tuple[int, Snapshot]] = {}

@@ -13,6 +13,10 @@ Consecutive events of the same state form one period; the later ones only annota
 down period that turned failed, or stopped failing). A down period is expected (a planned
 end, not an interruption) when its *first* event says so. Periods shorter than zero — a
 history written across replicas with skewed clocks — count as zero.
+
+Every duration saturates at Go's largest ``time.Duration`` (2⁶³−1 ns, 292 years), as Go's
+``Time.Sub`` does: a history or a ``now`` at Go's zero time (``0001-01-01T00:00:00Z``) gives
+the longest duration, never an integer that no JSON reader or Prometheus series can hold.
 """
 
 from __future__ import annotations
@@ -22,6 +26,14 @@ from dataclasses import dataclass
 
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
 from megamon.domain.summaries import EMPTY_SUMMARY, ProvisioningState, Summary
+
+MAX_DURATION = (1 << 63) - 1
+"""Go's ``math.MaxInt64`` nanoseconds: where ``time.Time.Sub`` saturates."""
+
+
+def _sat(duration: int) -> int:
+    """A non-negative duration, saturated at ``MAX_DURATION``."""
+    return duration if duration <= MAX_DURATION else MAX_DURATION
 
 
 @dataclass(slots=True)
@@ -98,8 +110,8 @@ class Settled:
             down_time_initial=base.down_time_initial,
             interruption_count=base.interruption_count,
             recovery_count=base.recovery_count,
-            down_time=base.down_time + (0 if self.open_up else running),
-            up_time=base.up_time + (running if self.open_up else 0),
+            down_time=_sat(base.down_time + (0 if self.open_up else running)),
+            up_time=_sat(base.up_time + (running if self.open_up else 0)),
             total_down_time_between_recovery=base.total_down_time_between_recovery,
             total_up_time_between_interruption=base.total_up_time_between_interruption,
             latest_down_time_between_recovery=base.latest_down_time_between_recovery,
@@ -109,7 +121,7 @@ class Settled:
             provisioning_duration=(
                 base.provisioning_duration
                 if self.provisioning_since is None
-                else max(0, now - self.provisioning_since)
+                else _sat(max(0, now - self.provisioning_since))
             ),
             provisioning_state=base.provisioning_state,
         )
@@ -119,11 +131,15 @@ _NOTHING_SETTLED = Settled(EMPTY_SUMMARY)
 
 
 def _never_up(ts: tuple[int, ...], flags: bytes) -> Settled:
-    """A resource that has not come up yet: still provisioning, or failed to."""
-    so_far = max(0, ts[-1] - ts[0])
+    """A resource that has not come up yet: still provisioning, or failed to.
+
+    ``downTimeProvisioned`` is the time to the *first up*, so it stays 0 for a resource that
+    never came up, failed or not (the Go megamon's ``DownTimeInitial`` is only set by an up);
+    the time spent trying is ``downTime`` and ``provisioningDuration``.
+    """
+    so_far = _sat(max(0, ts[-1] - ts[0]))
     if flags[-1] & FLAG_FAILED:
         base = Summary(
-            down_time_initial=so_far,
             provisioning_duration=so_far,
             provisioning_state=ProvisioningState.FAILED,
         )
@@ -141,22 +157,23 @@ def settle(record: EventRecord) -> Settled:
     if len(starts) == 1:
         return _never_up(ts, flags)
 
-    provisioned = max(0, ts[starts[1]] - ts[0])
+    provisioned = _sat(max(0, ts[starts[1]] - ts[0]))
     t = _Totals(down_time=provisioned)
     _closed_periods(ts, flags, starts, t)
     open_begin = starts[-1]
+    total_down, total_up = _sat(t.total_down), _sat(t.total_up)
     base = Summary(
         down_time_initial=provisioned,
         interruption_count=t.interruptions,
         recovery_count=t.recoveries,
-        down_time=t.down_time,
-        up_time=t.up_time,
-        total_down_time_between_recovery=t.total_down,
-        total_up_time_between_interruption=t.total_up if t.interruptions else 0,
-        latest_down_time_between_recovery=t.latest_down,
-        latest_up_time_between_interruption=t.latest_up,
-        mean_down_time_between_recovery=t.total_down // t.recoveries if t.recoveries else 0,
-        mean_up_time_between_interruption=t.total_up // t.interruptions if t.interruptions else 0,
+        down_time=_sat(t.down_time),
+        up_time=_sat(t.up_time),
+        total_down_time_between_recovery=total_down,
+        total_up_time_between_interruption=total_up if t.interruptions else 0,
+        latest_down_time_between_recovery=_sat(t.latest_down),
+        latest_up_time_between_interruption=_sat(t.latest_up),
+        mean_down_time_between_recovery=total_down // t.recoveries if t.recoveries else 0,
+        mean_up_time_between_interruption=total_up // t.interruptions if t.interruptions else 0,
         provisioning_duration=provisioned,
         provisioning_state=ProvisioningState.SUCCESS,
     )

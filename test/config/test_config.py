@@ -83,7 +83,37 @@ def test_defaults() -> None:
             "MetricsPrefix: '1bad' does not make a Prometheus metric name",
         ),
         (b'{"GKE": {"ProjectID": 7}}', "GKE.ProjectID: Input should be a valid string"),
-        (b'{"ReportConfigMapRef": {"Name": "x"}}', "ReportConfigMapRef.Namespace: Field required"),
+        (
+            b'{"AggregationIntervalSeconds": 1000000000000}',
+            "AggregationIntervalSeconds: Input should be less than or equal to 86400",
+        ),
+        (
+            b'{"AggregationIntervalSeconds": 1e12}',
+            "AggregationIntervalSeconds: Input should be a valid integer",
+        ),
+        (
+            b'{"PollingIntervalSeconds": 86401}',
+            "PollingIntervalSeconds: Input should be less than or equal to 86400",
+        ),
+        (
+            b'{"NodeUnknownGracePeriodSeconds": 99999999999}',
+            "NodeUnknownGracePeriodSeconds: Input should be less than or equal to 604800",
+        ),
+        (b'{"OTLPTimeoutSeconds": 0}', "OTLPTimeoutSeconds: Input should be greater than 0"),
+        (
+            b'{"OTLPEndpoint": "localhost:4318"}',
+            "OTLPEndpoint: 'localhost:4318' is not an http:// or https:// URL",
+        ),
+        (b"", "the configuration file is empty"),
+        (b" \n", "the configuration file is empty"),
+        (
+            b'{"EventBucketName": "b"}',
+            "unknown key EventBucketName: did you mean EventsBucketName?",
+        ),
+        (
+            b'{"GKE": {"ClusterNme": "c"}}',
+            "unknown key GKE.ClusterNme: did you mean GKE.ClusterName?",
+        ),
         (b'{"EnableSimulation": "yes"}', "EnableSimulation: Input should be a valid boolean"),
         (b"[]", "the configuration must be a JSON object"),
         (b"{", "invalid JSON"),
@@ -117,3 +147,36 @@ def test_megamon_run_refuses_a_bad_config_with_one_line(tmp_path: Path) -> None:
 def test_a_missing_config_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read the configuration"):
         load_config(tmp_path / "nope.json")
+
+
+@pytest.mark.parametrize(
+    ("data", "last_line"),
+    [
+        (
+            b'{"EventBucketName": "my-bucket"}',
+            "unknown key EventBucketName: did you mean EventsBucketName?",
+        ),
+        (
+            b'{"AggregationIntervalSeconds": 1000000000000}',
+            "AggregationIntervalSeconds: Input should be less than or equal to 86400 "
+            "(got 1000000000000)",
+        ),
+    ],
+)
+def test_megamon_run_refuses_a_typo_and_an_unbounded_value_with_one_line(
+    tmp_path: Path, data: bytes, last_line: str
+) -> None:
+    """A typo'd key would send history to the default place; an interval of 1e12 seconds
+    would stop the loop thread: both refuse to start, exit 2, one line, no traceback."""
+    path = tmp_path / "config.json"
+    path.write_bytes(data)
+    done = subprocess.run(
+        [sys.executable, "-m", "megamon", "run", "--config-path", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == f"megamon run: {path}: {last_line}"

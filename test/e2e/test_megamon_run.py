@@ -17,6 +17,9 @@ from internal.fakegke import FakeGke
 from internal.fakekube.fakekube import FakeKube
 from test.e2e.harness import MegamonProcess, Samples, value
 from test.observing.scenarios.world import CLUSTER, LOCATION, PROJECT, World
+from test.otlp_receiver import Receiver, attributes, otlp_receiver, pushed
+
+__all__ = ["otlp_receiver"]  # the receiver fixture
 
 PATH = "megamon/clusters/e2e"
 
@@ -251,3 +254,34 @@ def test_the_leader_publishes_its_own_instruments(world: World, start: Any) -> N
     )
     assert (value(samples, "megamon_gke_latency_seconds_count") or 0) > 0
     assert (value(samples, "megamon_gcs_latency_seconds_count", operation="stat") or 0) > 0
+
+
+def test_otlp_pushes_the_metrics_series_to_the_collector(
+    world: World, start: Any, otlp_receiver: Receiver
+) -> None:
+    """``"Exporters": ["otlp"]``, as a Go deployment's collector sidecar receives it: the
+    series of ``/metrics`` under the scope ``megamon``, from the resource ``megamon``."""
+    world.pool("np", "RUNNING", topology="2x4", machine_type="ct5lp-hightpu-8t")
+    world.node("np-0", "np", topology="2x4")
+    megamon = start(Exporters=["otlp"], OTLPEndpoint=otlp_receiver.url)
+    scraped = megamon.settle(
+        lambda s: value(s, "megamon_nodepool_up", nodepool_name="np") == 1.0, "up"
+    )
+    while True:  # the pushes of the cycles before the pool was up carry no pool yet
+        request = otlp_receiver.next_request()
+        samples = pushed(request)
+        if any(n == "megamon_nodepool_up" and v == 1.0 for n, _, v in samples):
+            break
+    (resource_metrics,) = request.resource_metrics
+    assert attributes(list(resource_metrics.resource.attributes))["service.name"] == "megamon"
+    assert resource_metrics.scope_metrics[0].scope.name == "megamon"
+
+    # The node pool's series are those of /metrics, with the same labels; the values that do
+    # not move with the clock are equal.
+    def pool_series(keys: Any) -> set[Any]:
+        return {key for key in keys if key[0].startswith("megamon_nodepool_")}
+
+    assert pool_series((n, lab) for n, lab, _ in samples) == pool_series(scraped)
+    for n, lab, pushed_value in samples:
+        if n in ("megamon_nodepool_up", "megamon_nodepool_tpu_chip_count"):
+            assert scraped[(n, lab)] == pushed_value, n

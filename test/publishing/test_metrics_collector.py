@@ -62,7 +62,8 @@ def sample_names(registry: CollectorRegistry) -> set[str]:
 
 def test_attr_fields_map_to_label_keys_in_design_order() -> None:
     fields = [field for field, _ in names.ATTR_LABELS]
-    assert set(fields) == set(Attrs.model_fields) - {"tpu_chip_count"}
+    # The Go megamon labels no series with the chip count or the slice UID (OTELAttrs).
+    assert set(fields) == set(Attrs.model_fields) - {"tpu_chip_count", "slice_uid"}
     assert [key for _, key in names.ATTR_LABELS][:4] == [
         "nodepool_name",
         "tpu_topology",

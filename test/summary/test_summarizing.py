@@ -46,7 +46,6 @@ CASES: dict[str, Case] = {
         T0 + H,
         Summary(
             down_time=H,
-            down_time_initial=H,
             provisioning_duration=H,
             provisioning_state=FAILED,
         ),
@@ -59,7 +58,6 @@ CASES: dict[str, Case] = {
         T0 + 3 * H,
         Summary(
             down_time=3 * H,
-            down_time_initial=H,
             provisioning_duration=H,
             provisioning_state=FAILED,
         ),

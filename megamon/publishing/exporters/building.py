@@ -11,11 +11,18 @@ from typing import Any
 
 from google.cloud.storage import Client as StorageClient
 
-from megamon.config import EXPORTER_CONFIGMAP, EXPORTER_GCS, EXPORTER_STDOUT, Config
+from megamon.config import (
+    EXPORTER_CONFIGMAP,
+    EXPORTER_GCS,
+    EXPORTER_OTLP,
+    EXPORTER_STDOUT,
+    Config,
+)
 from megamon.errors import ConfigError
 from megamon.publishing.exporters.archives import GcsReportExporter, LocalReportExporter
 from megamon.publishing.exporters.base import Exporter
 from megamon.publishing.exporters.configmap import ConfigMapExporter
+from megamon.publishing.exporters.otlp import Collect, build_otlp_exporter
 from megamon.publishing.exporters.streams import StdoutExporter
 from megamon.stores.factory import Medium, gcs_client, reports_location
 from megamon.telemetry import Instruments
@@ -27,11 +34,14 @@ def build_exporters(
     api_client: Any = None,
     storage_client: StorageClient | None = None,
     instruments: Instruments | None = None,
+    collect: Collect | None = None,
+    version: str = "",
 ) -> list[Exporter]:
     """One exporter per name in ``config.Exporters``, in order, each name once.
 
     ``api_client`` (a ``kubernetes.client.ApiClient``) is required by ``configmap``;
-    ``storage_client`` is built from the ambient credentials when ``gcs`` needs one.
+    ``storage_client`` is built from the ambient credentials when ``gcs`` needs one;
+    ``collect`` (the ``/metrics`` registry's) and megamon's ``version`` by ``otlp``.
     """
     exporters: list[Exporter] = []
     for name in dict.fromkeys(config.Exporters):
@@ -41,6 +51,10 @@ def build_exporters(
             exporters.append(_configmap_exporter(config, api_client))
         elif name == EXPORTER_GCS:
             exporters.append(_report_exporter(config, storage_client, instruments))
+        elif name == EXPORTER_OTLP:
+            if collect is None:
+                raise ConfigError(f"the {EXPORTER_OTLP} exporter needs the metrics registry")
+            exporters.append(build_otlp_exporter(config, collect, version))
     return exporters
 
 
