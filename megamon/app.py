@@ -32,7 +32,7 @@ from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 from megamon.publishing.metrics.gating import LeaderOnly
 from megamon.recording.eventlog import EventLog
 from megamon.serving.auth import KubeGuard
-from megamon.serving.http import Check, MetricsServer, ProbeServer
+from megamon.serving.http import MetricsServer, ProbeServer
 from megamon.serving.tls import serving_tls
 from megamon.sources.gke import metadata
 from megamon.sources.gke.lister import (
@@ -135,19 +135,16 @@ def _elector(config: Config, api: Any) -> LeaseElector | None:
     return LeaseElector(api, namespace, LEASE_NAME, default_identity())
 
 
-def _metrics_server(
-    config: Config, registry: CollectorRegistry, ready: Check, api: Any
-) -> MetricsServer:
+def _metrics_server(config: Config, registry: CollectorRegistry, api: Any) -> MetricsServer:
     """Plain HTTP, or with ``SecureMetrics`` HTTPS for bearer tokens the API authorises."""
     if not config.SecureMetrics:
         if config.MetricsCertDir:
             log.warning("MetricsCertDir is ignored: SecureMetrics is false")
-        return MetricsServer(config.MetricsAddr, registry, ready=ready)
+        return MetricsServer(config.MetricsAddr, registry)
     cert_file, key_file = config.metrics_cert_files or (None, None)
     return MetricsServer(
         config.MetricsAddr,
         registry,
-        ready=ready,
         tls=serving_tls(cert_file, key_file).context,
         guard=KubeGuard(api),
     )
@@ -173,8 +170,8 @@ def start(config: Config) -> Service:
     config = resolve_cluster(config)
     registry = CollectorRegistry()
     own = CollectorRegistry()  # megamon's self-observation, published by the leader only
-    instruments = Instruments(config.metric_prefix, own)
     kinds = enabled_kinds(config)
+    instruments = Instruments(config.metric_prefix, own, kinds)
     api = kubernetes_client()
     cluster = KubeCluster(
         api,
@@ -213,7 +210,7 @@ def start(config: Config) -> Service:
     def serving() -> bool:
         return aggregator.ready() or not is_leader()
 
-    metrics = _metrics_server(config, registry, serving, api)
+    metrics = _metrics_server(config, registry, api)
     probes = ProbeServer(config.ProbeAddr, healthy=aggregator.healthy, ready=serving)
     metrics.start()
     probes.start()

@@ -157,12 +157,18 @@ def everything_report() -> Report:
         },
     )
     completed = Attrs(**{**JOBSET, "jobset_name": "done", "jobset_uid": "uid-3"})
+    suspended = Attrs(**{**JOBSET, "jobset_name": "queued", "jobset_uid": "uid-4"})
     kinds[Kind.JOBSET] = KindReport(
         observations={
             "full": _up(FULL_ATTRS[Kind.JOBSET]),
             "completed": _down(completed, status="Completed", expected_down=True),
+            "suspended": _down(suspended, status="Suspended"),
         },
-        summaries={"full": _full_summary(), "completed": _full_summary()},
+        summaries={
+            "full": _full_summary(),
+            "completed": _full_summary(),
+            "suspended": _full_summary(),
+        },
     )
     return Report(
         generated_at=T,
@@ -233,6 +239,7 @@ def test_the_report_used_for_names_covers_every_metric_family() -> None:
         "megamon_last_report_timestamp_seconds",
         "megamon_last_observation_timestamp_seconds",
         "megamon_nodepool_job_scheduled",
+        "megamon_jobset_suspended",
         "megamon_aggregation_duration_seconds_bucket",
         "megamon_gcs_latency_seconds_bucket",
         "megamon_gke_latency_seconds_count",
