@@ -46,8 +46,8 @@ def for_unit_tests(rule_groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
     result = []
     for group in rule_groups:
         rules = []
-        for rule in group["rules"]:
-            rule = dict(rule)
+        for original in group["rules"]:
+            rule = dict(original)
             if "annotations" in rule:
                 kept = {k: v for k, v in rule["annotations"].items() if k in KEPT_ANNOTATIONS}
                 rule["annotations"] = kept
@@ -115,7 +115,9 @@ def test_a_rule_that_cannot_fire_fails_the_unit_tests(tmp_path: Path) -> None:
     for group in rule_groups:
         for rule in group["rules"]:
             if rule.get("alert") == "MegamonNoReport":
-                rule["expr"] = "absent(megamon_last_report_timestamp_seconds) and on () vector(0) > 1"
+                rule["expr"] = (
+                    "absent(megamon_last_report_timestamp_seconds) and on () vector(0) > 1"
+                )
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": rule_groups}), "utf-8")
     shutil.copy(TESTS[0], tmp_path / TESTS[0].name)
     result = promtool("test", "rules", TESTS[0].name, cwd=tmp_path)
