@@ -595,8 +595,8 @@ def test_every_query_and_variable_is_scoped_by_cluster_and_namespace() -> None:
         match = LABEL_VALUES.match(variables()[name]["query"])
         assert match
         queries.append((f"variable {name}", match.group(1)))
-    for where, expr in queries:
-        expr = expr.replace("$__rate_interval", "5m").replace("$__range", "1d")
+    for where, query in queries:
+        expr = query.replace("$__rate_interval", "5m").replace("$__range", "1d")
         for selector in _selectors(expr):
             for variable in ("cluster", "namespace"):
                 assert _scoped(selector, variable), f"{where}: {selector} has no {variable}"
