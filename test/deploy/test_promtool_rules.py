@@ -10,6 +10,7 @@ package in .ci/run).
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -17,6 +18,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from test.deploy.test_monitoring_rules import everything_report, scrape
 
 ROOT = Path(__file__).resolve().parents[2]
 ALERTS = ROOT / "deploy" / "alerts"
@@ -123,3 +126,31 @@ def test_a_rule_that_cannot_fire_fails_the_unit_tests(tmp_path: Path) -> None:
     result = promtool("test", "rules", TESTS[0].name, cwd=tmp_path)
     assert result.returncode != 0
     assert "MegamonNoReport" in result.stdout + result.stderr
+
+
+@needs_promtool
+def test_promtool_check_metrics_flags_only_the_documented_count_gauges() -> None:
+    """docs/metrics.md ("The `…_count` gauges"): the Go megamon's names, and nothing else."""
+    exposition = scrape(everything_report(), instruments=True)
+    result = subprocess.run(
+        [str(PROMTOOL), "check", "metrics"],
+        input=exposition,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    flagged = set()
+    for line in (result.stdout + result.stderr).splitlines():
+        name, _, problem = line.partition(" ")
+        assert problem == 'non-histogram and non-summary metrics should not have "_count" suffix', (
+            line
+        )
+        flagged.add(name)
+    expected = {
+        f"megamon_{kind}_{suffix}"
+        for kind in ("nodepool", "jobset", "jobset_nodes", "slice", "leaderworkerset")
+        for suffix in ("interruption_count", "recovery_count", "tpu_chip_count")
+    }
+    assert flagged == expected
+    assert re.search(r"#\s*TYPE megamon_nodepool_interruption_count gauge", exposition)
