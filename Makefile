@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
+PIP    := $(BIN)/pip install --quiet --disable-pip-version-check
 
 .PHONY: demo test floor unit chaos reliability lint typecheck bench bench-fleet clean
 
@@ -11,12 +13,19 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(PIP) -e '.[test]'
 	touch $(STAMP)
 
+# The demo needs megamon's runtime dependencies only (the emulators are in internal/): not the
+# test extra's linters, type checker and kubectl.
+$(DEMO_STAMP): $(BIN)/python pyproject.toml
+	$(PIP) -e '.[demo]'
+	touch $(DEMO_STAMP)
+
 ## demo: a simulated TPU fleet on local API emulators, megamon watching it, a live table.
-demo: $(STAMP)
-	$(BIN)/python -m internal.demo
+## Each run starts a fresh history; `make demo KEEP=1` continues the previous one.
+demo: $(DEMO_STAMP)
+	$(BIN)/python -m internal.demo $(if $(KEEP),--keep)
 
 ## test: create .venv if needed, install megamon with its test extra, lint, type-check and run every test.
 test: $(STAMP) lint typecheck

@@ -10,8 +10,10 @@ import functools
 import logging
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from google.auth import exceptions as google_auth_errors
 from kubernetes import client as k8s
 from kubernetes import config as kube_config
 from kubernetes.config.config_exception import ConfigException
@@ -32,7 +34,7 @@ from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 from megamon.publishing.metrics.gating import LeaderOnly
 from megamon.recording.eventlog import EventLog
 from megamon.serving.auth import KubeGuard
-from megamon.serving.http import Check, MetricsServer, ProbeServer
+from megamon.serving.http import MetricsServer, ProbeServer, parse_addr
 from megamon.serving.tls import serving_tls
 from megamon.sources.gke import metadata
 from megamon.sources.gke.lister import (
@@ -133,9 +135,53 @@ class Service:
 def _node_pools(config: Config, cluster: KubeCluster, instruments: Instruments) -> NodePoolLister:
     if config.EnableSimulation:
         return SimulatedNodePoolLister(lambda: cluster.nodes.snapshot().values())
-    return GkeNodePoolLister(
-        config.GKE.cluster_ref(), make_client(config.GKE.Endpoint), instruments=instruments
-    )
+    try:
+        client = make_client(config.GKE.Endpoint)
+    except google_auth_errors.DefaultCredentialsError as err:
+        raise ConfigError(
+            f"GKE {config.GKE.cluster_ref()}: no Google Cloud credentials to list its node pools "
+            f"with ({err}); run with a service account (Workload Identity), set "
+            "GOOGLE_APPLICATION_CREDENTIALS, or set EnableSimulation for a cluster without GKE"
+        ) from None
+    return GkeNodePoolLister(config.GKE.cluster_ref(), client, instruments=instruments)
+
+
+LISTEN_KEYS = ("MetricsAddr", "ProbeAddr")
+
+
+def check_addresses(config: Config) -> None:
+    """Refuse a malformed ``MetricsAddr`` / ``ProbeAddr`` before anything is started."""
+    for key in LISTEN_KEYS:
+        try:
+            parse_addr(getattr(config, key))
+        except ValueError as err:
+            raise ConfigError(f"{key}: {err}") from None
+
+
+def check_local_history(config: Config) -> None:
+    """The local history directory must exist (it is created) and be writable, at start:
+    otherwise every cycle would fail to record and the history would silently stop."""
+    if config.EnableSimulation or config.EventsBucketName:
+        return
+    directory = Path(config.EventsLocalDir)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        reason = err.strerror or str(err)
+        raise ConfigError(
+            f"EventsLocalDir {str(directory)!r}: cannot create it: {reason}"
+        ) from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ConfigError(f"EventsLocalDir {str(directory)!r}: not writable by this user")
+
+
+def listen(server: MetricsServer | ProbeServer, key: str, addr: str) -> None:
+    """Bind ``server``; a port in use or refused is the user's ``ConfigError``, naming the key."""
+    try:
+        server.start()
+    except OSError as err:
+        reason = err.strerror or str(err)
+        raise ConfigError(f"{key} {addr!r}: cannot listen there: {reason}") from None
 
 
 def _elector(config: Config, api: Any) -> LeaseElector | None:
@@ -145,19 +191,16 @@ def _elector(config: Config, api: Any) -> LeaseElector | None:
     return LeaseElector(api, namespace, LEASE_NAME, default_identity())
 
 
-def _metrics_server(
-    config: Config, registry: CollectorRegistry, ready: Check, api: Any
-) -> MetricsServer:
+def _metrics_server(config: Config, registry: CollectorRegistry, api: Any) -> MetricsServer:
     """Plain HTTP, or with ``SecureMetrics`` HTTPS for bearer tokens the API authorises."""
     if not config.SecureMetrics:
         if config.MetricsCertDir:
             log.warning("MetricsCertDir is ignored: SecureMetrics is false")
-        return MetricsServer(config.MetricsAddr, registry, ready=ready)
+        return MetricsServer(config.MetricsAddr, registry)
     cert_file, key_file = config.metrics_cert_files or (None, None)
     return MetricsServer(
         config.MetricsAddr,
         registry,
-        ready=ready,
         tls=serving_tls(cert_file, key_file).context,
         guard=KubeGuard(api),
     )
@@ -167,11 +210,13 @@ def start(config: Config) -> Service:
     """Build every part from ``config`` and start them; the caller stops the service."""
     gc_policy = GcPolicy()
     gc_policy.apply()
+    check_addresses(config)
+    check_local_history(config)
     config = resolve_cluster(config)
     registry = CollectorRegistry()
     own = CollectorRegistry()  # megamon's self-observation, published by the leader only
-    instruments = Instruments(config.metric_prefix, own)
     kinds = enabled_kinds(config)
+    instruments = Instruments(config.metric_prefix, own, kinds)
     api = kubernetes_client()
     cluster = KubeCluster(
         api,
@@ -219,10 +264,14 @@ def start(config: Config) -> Service:
     def serving() -> bool:
         return aggregator.ready() or not is_leader()
 
-    metrics = _metrics_server(config, registry, serving, api)
+    metrics = _metrics_server(config, registry, api)
     probes = ProbeServer(config.ProbeAddr, healthy=aggregator.healthy, ready=serving)
-    metrics.start()
-    probes.start()
+    listen(metrics, "MetricsAddr", config.MetricsAddr)
+    try:
+        listen(probes, "ProbeAddr", config.ProbeAddr)
+    except ConfigError:
+        metrics.stop()
+        raise
     cluster.start()
     gc_policy.freeze_when_synced(cluster.wait_synced)
     if elector is not None:

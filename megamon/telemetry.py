@@ -4,11 +4,20 @@ They are ordinary prometheus-client metrics registered in the registry the calle
 application's private one, never the module-global default), and handed to the components
 that observe them through their constructors. The fleet's own figures are not here: those are
 rendered from the latest report by the collector.
+
+Every labelled counter starts at 0 for each kind megamon tracks: a counter whose series only
+appears at its first increment is invisible to ``increase()`` and ``rate()`` (the first sample
+is already 1, there is nothing to compare it with), so an alert on the first corrupt event file
+would never fire.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from megamon.domain.kinds import Kind
 
 LABEL_OPERATION = "operation"
 LABEL_KIND = "kind"
@@ -19,7 +28,9 @@ _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.
 class Instruments:
     """The self-observation metrics of one megamon process."""
 
-    def __init__(self, prefix: str, registry: CollectorRegistry) -> None:
+    def __init__(
+        self, prefix: str, registry: CollectorRegistry, kinds: Iterable[Kind] = tuple(Kind)
+    ) -> None:
         self.registry = registry
         self.gcs_latency = Histogram(
             f"{prefix}_gcs_latency_seconds",
@@ -61,6 +72,9 @@ class Instruments:
             [LABEL_KIND],
             registry=registry,
         )
+        for kind in kinds:
+            for counter in (self.corrupt_objects, self.store_conflicts, self.observation_errors):
+                counter.labels(kind=kind.value)
 
     @classmethod
     def unregistered(cls, prefix: str = "megamon") -> Instruments:

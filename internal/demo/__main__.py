@@ -5,6 +5,12 @@ node pools provisioning, one stuck in ERROR, one interrupted and recovering, one
 JobSets running, completing, failing), runs ``megamon run`` against them with the local
 event store under ``.demo/``, and redraws a compact table from ``/metrics`` every two seconds.
 Ctrl-C stops all of it. No cluster, no cloud account, nothing to configure.
+
+Each run starts a fresh history (``--keep``, ``make demo KEEP=1``, continues the previous one:
+the resources that were up then are seen down while the demo was stopped, so they gain an
+interruption). The scenario runs ``--speed`` times faster than real time, and the header says
+so: megamon itself measures real time, so its durations are that much shorter than the
+scenario's clock.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -20,16 +27,21 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from types import FrameType
 
-from internal.demo.table import render
+from internal.demo.table import KINDS, Row, Table, archived_row
 from internal.fakegke import FakeGke
 from internal.fakekube import FakeKube
 from internal.fleet.__main__ import megamon_config
 from internal.fleet.demo import demo_scenario
 from internal.fleet.fleet import Fleet
-from internal.fleet.scenario import DEFAULT_SPEED, ScenarioRunner
+from internal.fleet.scenario import DEFAULT_SPEED, ScenarioRunner, Step
+from internal.fleet.times import offset
+from megamon.domain.kinds import Kind
+from megamon.stores.local import LocalEventStore
 
 CLEAR = "\x1b[H\x1b[2J"
 
@@ -56,7 +68,23 @@ def _args() -> argparse.Namespace:
         "--duration", type=float, default=0.0, help="stop after this many seconds (0: until Ctrl-C)"
     )
     parser.add_argument("--metrics-port", type=int, default=8080)
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="continue the previous run's history instead of starting a fresh one",
+    )
     return parser.parse_args()
+
+
+def _history(args: argparse.Namespace) -> Path:
+    """The demo's event directory: emptied first unless ``--keep``."""
+    history = args.workdir / "megamon-data"
+    if history.exists() and not args.keep:
+        shutil.rmtree(history)
+        print(f"starting a fresh history in {history} (make demo KEEP=1 keeps the previous one)")
+    elif history.exists():
+        print(f"continuing the history in {history}")
+    return history
 
 
 def _write_config(args: argparse.Namespace, gke: FakeGke, metrics_port: int) -> Path:
@@ -85,17 +113,114 @@ def _scrape(url: str) -> str | None:
         return None
 
 
-def _show(url: str, started: float, tty: bool, log_path: Path) -> None:
-    text = _scrape(url)
-    elapsed = int(time.monotonic() - started)
-    head = f"megamon demo — {elapsed}s — metrics at {url} — log {log_path} — Ctrl-C stops"
-    body = render(text) if text else "(waiting for megamon's first report…)"
+def _archived(history: Path) -> dict[str, dict[str, Row]]:
+    """Kind → name → row of every resource retired from the live history (deleted)."""
+    store = LocalEventStore(history)
+    found: dict[str, dict[str, Row]] = {}
+    for kind in KINDS:
+        for key in store.archived_keys(Kind(kind)):
+            entries = store.read_archive(Kind(kind), key)
+            named = archived_row(entries[-1].attrs) if entries else None
+            if named is not None:
+                found.setdefault(kind, {})[named[0]] = named[1]
+    return found
+
+
+def _latest(history: Path) -> dict[str, object] | None:
+    """The report the ``gcs`` exporter last wrote (locally: no bucket), for the statuses."""
+    try:
+        document = json.loads((history / "reports" / "latest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return document if isinstance(document, dict) else None
+
+
+@dataclass(frozen=True)
+class Screen:
+    """What every redraw shows besides the table."""
+
+    url: str
+    log_path: Path
+    history: Path
+    speed: float
+    length: float
+    """Simulated seconds of the scenario."""
+
+
+def time_scale(elapsed: float, screen: Screen) -> str:
+    """The scenario's clock and how it relates to the real one megamon measures."""
+    simulated = min(elapsed * screen.speed, screen.length)
+    clock = offset(timedelta(seconds=int(simulated)))
+    done = "" if simulated < screen.length else ", finished: nothing changes any more"
+    return (
+        f"scenario {clock} of {offset(timedelta(seconds=int(screen.length)))}{done} — time runs "
+        f"{screen.speed:g}x fast, so megamon (which measures real time) shows durations "
+        f"{screen.speed:g}x shorter than the scenario's"
+    )
+
+
+def _show(table: Table, screen: Screen, started: float, tty: bool) -> None:
+    text = _scrape(screen.url)
+    elapsed = time.monotonic() - started
+    head = (
+        f"megamon demo — {int(elapsed)}s — metrics at {screen.url} — log {screen.log_path} — "
+        f"Ctrl-C stops\n{time_scale(elapsed, screen)}"
+    )
+    if text and "megamon_last_report_timestamp_seconds" in text:
+        body = table.render(text, _latest(screen.history), _archived(screen.history))
+    else:
+        body = "(waiting for megamon's first report…)"
     print((CLEAR if tty else "\n") + head + "\n\n" + body, flush=True)
+
+
+SERVING_TIMEOUT = 120.0
+"""Seconds megamon may take to start serving /metrics (imports on a busy machine)."""
+
+
+def _serving(url: str, megamon: subprocess.Popen[bytes], stop: threading.Event) -> bool:
+    """Wait until megamon serves ``/metrics``, so that it watches the fleet from the
+    scenario's first step; false if megamon exits first or does not start."""
+    deadline = time.monotonic() + SERVING_TIMEOUT
+    while not stop.wait(0.2) and time.monotonic() < deadline:
+        if megamon.poll() is not None:
+            return False
+        text = _scrape(url)
+        if text and "megamon_build_info" in text:
+            return True
+    return stop.is_set()
+
+
+def megamon_command() -> str:
+    """How to run this venv's ``megamon`` from the current directory, as a shell word."""
+    script = Path(sys.executable).with_name("megamon")
+    if not script.exists():
+        return f"{sys.executable} -m megamon"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
+
+
+def closing_hints(history: Path) -> list[str]:
+    """Commands to look at what megamon recorded; each works as printed, from here."""
+    megamon = megamon_command()
+    return [
+        f"stopped. History kept in {history} (the next `make demo` starts afresh, "
+        "`make demo KEEP=1` continues it):",
+        f"  {megamon} events show nodepool --events-dir {history}",
+        f"  {megamon} report --events-dir {history}",
+        f"  {megamon} report --events-dir {history} --format html -o {history.parent}/report.html",
+    ]
+
+
+def _length(steps: list[Step]) -> float:
+    return max((step.at.total_seconds() for step in steps), default=0.0)
 
 
 def main() -> int:
     args = _args()
     args.workdir.mkdir(parents=True, exist_ok=True)
+    history = _history(args)
     stop = threading.Event()
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:
@@ -108,9 +233,9 @@ def main() -> int:
         kubeconfig = kube.write_kubeconfig(args.workdir / "kubeconfig")
         config = _write_config(args, gke, metrics_port)
         fleet = Fleet(gke, kube, "megamon-demo", "us-east5", "tpu-fleet")
-        runner = ScenarioRunner(fleet, demo_scenario(), speed=args.speed)
+        steps = demo_scenario()
+        runner = ScenarioRunner(fleet, steps, speed=args.speed)
         player = threading.Thread(target=runner.run, args=(stop,), daemon=True)
-        player.start()
         log_path = args.workdir / "megamon.log"
         with log_path.open("wb") as log:
             megamon = subprocess.Popen(
@@ -120,22 +245,29 @@ def main() -> int:
                 env={**os.environ, "KUBECONFIG": str(kubeconfig)},
             )
         url = f"http://127.0.0.1:{metrics_port}/metrics"
-        started = time.monotonic()
+        screen = Screen(url, log_path, history, args.speed, _length(steps))
+        table = Table()
         try:
+            print("waiting for megamon to start, then the scenario starts…", flush=True)
+            if not _serving(url, megamon, stop):
+                print(f"megamon exited ({megamon.returncode}); see {log_path}")
+                return 1
+            player.start()
+            started = time.monotonic()
             while not stop.wait(2.0):
                 if megamon.poll() is not None:
                     print(f"megamon exited ({megamon.returncode}); see {log_path}")
                     return 1
-                _show(url, started, sys.stdout.isatty(), log_path)
+                _show(table, screen, started, sys.stdout.isatty())
                 if args.duration and time.monotonic() - started > args.duration:
                     break
         finally:
             stop.set()
             megamon.send_signal(signal.SIGTERM)
             megamon.wait(timeout=30)
-            player.join(timeout=10)
-    print(f"\nstopped. History kept in {args.workdir / 'megamon-data'}:")
-    print(f"  megamon events show nodepool --events-dir {args.workdir / 'megamon-data'}")
+            if player.is_alive():
+                player.join(timeout=10)
+    print("\n" + "\n".join(closing_hints(history)))
     return 0
 
 

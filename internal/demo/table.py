@@ -1,13 +1,42 @@
-"""The demo's live table: what megamon reports, read from ``/metrics`` as Prometheus would."""
+"""The demo's live table: what megamon reports, read from ``/metrics`` as Prometheus would,
+with each resource's state spelled out.
+
+``/metrics`` says up or down; why a resource is down is in the report megamon exports
+(``reports/latest.json``: each observation's ``status``, e.g. a JobSet's ``Completed``,
+``Failed`` or ``Suspended`` condition, a node pool's GKE status). The table joins the two, so
+a finished, failed, suspended or deleted resource reads as such instead of "down". A resource
+that leaves the fleet is kept in the table as ``deleted`` for as long as the demo runs.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
 PREFIX = "megamon_"
+
+UP = "up"
+PROVISIONING = "provisioning"
+COMPLETED = "completed"
+FAILED = "failed"
+SUSPENDED = "suspended"
+DELETING = "deleting"
+DELETED = "deleted"
+INTERRUPTED = "interrupted"
+DOWN = "down"
+
+_STATUS_STATES = {
+    "Completed": COMPLETED,
+    "Failed": FAILED,
+    "Suspended": SUSPENDED,
+    "ERROR": FAILED,
+    "RUNNING_WITH_ERROR": FAILED,
+    "STOPPING": DELETING,
+}
+"""Observation statuses (JobSet conditions, GKE node pool statuses) that explain a down."""
 
 
 @dataclass
@@ -37,6 +66,13 @@ _KEYS = {
     "slice": "slice_name",
     "leaderworkerset": "lws_name",
 }
+_REPORT_KEYS = {
+    "nodepool": ("nodePoolsUp", "nodePoolName"),
+    "jobset": ("jobSetsUp", "jobsetName"),
+    "jobset_nodes": ("jobSetNodesUp", "jobsetName"),
+    "slice": ("slicesUp", "sliceName"),
+    "leaderworkerset": ("leaderWorkerSetsUp", "lwsName"),
+}
 
 
 def rows(text: str) -> dict[str, dict[str, Row]]:
@@ -44,6 +80,8 @@ def rows(text: str) -> dict[str, dict[str, Row]]:
     table: dict[str, dict[str, Row]] = defaultdict(dict)
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
+            if sample.name == PREFIX + "jobset_suspended":
+                continue  # a status, read from the report
             found = _kind_and_suffix(sample.name, KINDS)
             if found is None:
                 continue
@@ -59,6 +97,30 @@ def rows(text: str) -> dict[str, dict[str, Row]]:
     return table
 
 
+def statuses(report: dict[str, Any] | None) -> dict[tuple[str, str], str]:
+    """(kind, name) → the observation's status, from an exported report document."""
+    found: dict[tuple[str, str], str] = {}
+    for kind, (section, name_key) in _REPORT_KEYS.items():
+        for observation in ((report or {}).get(section) or {}).values():
+            name, status = observation.get(name_key), observation.get("status")
+            if isinstance(name, str) and isinstance(status, str) and status:
+                found[(kind, name)] = status
+    return found
+
+
+def state(row: Row, status: str) -> str:
+    """The one word that says what a resource is doing now."""
+    if row.values.get("up") == 1.0:
+        return UP
+    if status in _STATUS_STATES:
+        return _STATUS_STATES[status]
+    if row.provisioning is not None and row.provisioning[0] == PROVISIONING:
+        return PROVISIONING
+    if row.values.get("interruption_count", 0) > row.values.get("recovery_count", 0):
+        return INTERRUPTED
+    return DOWN
+
+
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
@@ -70,12 +132,21 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds}s"
 
 
-def _line(kind: str, name: str, row: Row) -> str:
-    up = "UP  " if row.values.get("up") == 1.0 else "down"
-    state, took = row.provisioning or ("-", None)
+def _first_up(row: Row, now: str) -> str:
+    """How long the resource took to come up the first time, or why it has no such time."""
+    provisioning, took = row.provisioning or ("-", None)
+    if provisioning == "success":
+        return _duration(took)
+    if provisioning == PROVISIONING and now != PROVISIONING:
+        return "never"  # finished, failed, suspended or deleted before it was ever up
+    return provisioning
+
+
+def _line(kind: str, name: str, row: Row, now: str) -> str:
+    first_up = _first_up(row, now)
     shape = f"{row.labels.get('tpu_accelerator', '')} {row.labels.get('tpu_topology', '')}"
     return (
-        f"{kind:15} {name[:26]:26} {shape[:28]:28} {up} {state:12} {_duration(took):>7} "
+        f"{kind:15} {name[:26]:26} {shape[:28]:28} {now:12} {first_up:>12} "
         f"{int(row.values.get('interruption_count', 0)):>4} "
         f"{_duration(row.values.get('down_time_between_recovery_mean_seconds')):>7} "
         f"{_duration(row.values.get('up_time_between_interruption_mean_seconds')):>7}"
@@ -83,16 +154,58 @@ def _line(kind: str, name: str, row: Row) -> str:
 
 
 HEADER = (
-    f"{'kind':15} {'name':26} {'accelerator / topology':28} {'up':4} {'provisioning':12} "
-    f"{'took':>7} {'intr':>4} {'MTTR':>7} {'MTBI':>7}"
+    f"{'kind':15} {'name':26} {'accelerator / topology':28} {'state':12} {'first up in':>12} "
+    f"{'intr':>4} {'MTTR':>7} {'MTBI':>7}"
 )
+ORDER = ("nodepool", "jobset", "leaderworkerset", "slice", "jobset_nodes")
 
 
-def render(text: str) -> str:
-    """The table of every node pool and workload megamon reports."""
-    table = rows(text)
-    lines = [HEADER, "-" * len(HEADER)]
-    for kind in ("nodepool", "jobset", "leaderworkerset", "slice", "jobset_nodes"):
-        for name in sorted(table.get(kind, {})):
-            lines.append(_line(kind, name, table[kind][name]))
-    return "\n".join(lines)
+class Table:
+    """The table across redraws: it remembers resources, to show those that left as deleted."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, dict[str, Row]] = defaultdict(dict)
+
+    def render(
+        self,
+        text: str,
+        report: dict[str, Any] | None = None,
+        archived: dict[str, dict[str, Row]] | None = None,
+    ) -> str:
+        """Every node pool and workload megamon reports, and those it reported before or
+        archived (retired from the live history: deleted)."""
+        table = rows(text)
+        found = statuses(report)
+        lines = [HEADER, "-" * len(HEADER)]
+        for kind in ORDER:
+            live = table.get(kind, {})
+            known = {**(archived or {}).get(kind, {}), **self._last[kind]}
+            gone = {name: row for name, row in known.items() if name not in live}
+            self._last[kind] = {**gone, **live}
+            for name in sorted(self._last[kind]):
+                row = self._last[kind][name]
+                now = DELETED if name in gone else state(row, found.get((kind, name), ""))
+                lines.append(_line(kind, name, row, now))
+        return "\n".join(lines)
+
+
+def archived_row(attrs: dict[str, object]) -> tuple[str, Row] | None:
+    """The name and a label-only row of a retired resource, from its archived attrs."""
+    labels = {
+        label: str(attrs.get(alias) or attrs.get(label) or "")
+        for label, alias in (
+            ("nodepool_name", "nodePoolName"),
+            ("jobset_name", "jobsetName"),
+            ("slice_name", "sliceName"),
+            ("lws_name", "lwsName"),
+            ("tpu_accelerator", "tpuAccelerator"),
+            ("tpu_topology", "tpuTopology"),
+        )
+    }
+    name = next((labels[key] for key in _KEYS.values() if labels.get(key)), "")
+    return (name, Row({k: v for k, v in labels.items() if v})) if name else None
+
+
+def render(text: str, report: dict[str, Any] | None = None) -> str:
+    """One table, without memory of earlier redraws."""
+    return Table().render(text, report)

@@ -8,6 +8,9 @@ or QUIC) with a throw-away profile, so rendering a page never reaches the networ
 
 from __future__ import annotations
 
+import html
+import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -66,3 +69,37 @@ def screenshot(page: Path, png: Path, width: int, height: int, browser: str | No
     _run(page, f"--screenshot={png.resolve()}", size, browser=browser)
     if not png.is_file():
         raise BrowserError(f"chromium wrote no screenshot to {png}")
+
+
+_MEASURE = """<script>
+addEventListener("load", () => {
+  const root = document.documentElement;
+  const right = t => Math.ceil(t.getBoundingClientRect().right);
+  const widest = Math.max(root.scrollWidth, document.body.scrollWidth,
+    ...Array.from(document.querySelectorAll("table"), right));
+  root.setAttribute("data-layout", JSON.stringify({viewport: innerWidth, widest: widest}));
+});
+</script>"""
+
+
+def layout_width(page: Path, width: int, height: int = 900, browser: str | None = None) -> int:
+    """How wide ``page`` lays out in a ``width`` x ``height`` window: the widest of the
+    document's scroll width and every table's right edge, in CSS pixels.
+
+    The report has no script of its own; a copy of it with a measuring script appended is
+    rendered (``--dump-dom`` after load), so the page measured is otherwise byte for byte the
+    one users open.
+    """
+    with tempfile.TemporaryDirectory(prefix="megamon-layout-") as work:
+        copy = Path(work) / page.name
+        copy.write_text(page.read_text(encoding="utf-8") + _MEASURE, encoding="utf-8")
+        dom = _run(
+            copy, "--dump-dom", f"--window-size={width},{height}", browser=browser
+        ).stdout.decode()
+    found = re.search(r'data-layout="([^"]*)"', dom)
+    if found is None:
+        raise BrowserError("the measuring script did not run")
+    layout = json.loads(html.unescape(found.group(1)))
+    if int(layout["viewport"]) != width:
+        raise BrowserError(f"chromium laid out at {layout['viewport']} px, not {width}")
+    return int(layout["widest"])

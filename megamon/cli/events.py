@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from megamon.cli.history import add_history_options, history_store, parse_kind
+from megamon.cli.history import KINDS_HELP, add_history_options, history_store, parse_kind
 from megamon.codec import history as codec
 
 
@@ -20,15 +20,17 @@ def register(commands: Any) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     show = actions.add_parser("show", help="the live records of one kind")
-    show.add_argument("kind", metavar="KIND", type=parse_kind)
+    show.add_argument("kind", metavar="KIND", type=parse_kind, help=f"one of: {KINDS_HELP}")
     add_history_options(show)
     show.set_defaults(run=run_show)
 
     archive = actions.add_parser(
         "archive", help="the keys retired from a kind, or every retirement of one key"
     )
-    archive.add_argument("kind", metavar="KIND", type=parse_kind)
-    archive.add_argument("key", metavar="KEY", nargs="?")
+    archive.add_argument("kind", metavar="KIND", type=parse_kind, help=f"one of: {KINDS_HELP}")
+    archive.add_argument(
+        "key", metavar="KEY", nargs="?", help="a retired key (default: list the retired keys)"
+    )
     add_history_options(archive)
     archive.set_defaults(run=run_archive)
 

@@ -22,6 +22,7 @@ import orjson
 
 from megamon.cli import report_format, report_html
 from megamon.cli.history import (
+    KINDS_HELP,
     add_history_options,
     history_config,
     history_overrides,
@@ -74,7 +75,7 @@ def register(commands: Any) -> None:
         metavar="KIND",
         type=parse_kind,
         action="append",
-        help="only this kind (repeatable; default: every kind)",
+        help=f"only this kind, one of: {KINDS_HELP} (repeatable; default: every kind)",
     )
     parser.add_argument(
         "--since",
@@ -85,7 +86,12 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--now", metavar="RFC3339", help="end of the window (default: the current time)"
     )
-    parser.add_argument("--format", choices=FORMATS, default="table", help="default: table")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help=f"one of: {', '.join(FORMATS)} (default: table)",
+    )
     parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     parser.set_defaults(run=run)
 

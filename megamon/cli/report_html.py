@@ -7,14 +7,18 @@ per resource with its figures and a timeline: an SVG of the window with a band p
 (colours in ``STATE_COLOURS``) and a shared time axis in UTC. Every resource string comes from
 the cluster or the history files, so everything is escaped.
 
-Timelines stretch to the width the table leaves them (at least ``MIN_TIMELINE_PX``): they are
-drawn in ``TIMELINE_UNITS`` user units and scaled, strokes excepted. The page must stay
-small whatever the history holds: the resource's span is one rectangle in the up colour with
-only the other bands drawn over it; past ``TIMELINE_UNITS`` such bands a timeline is drawn
-column by column, each column showing the worst state seen in it (failed over down over the
-rest); and only timelines of at most ``MAX_TITLED_BANDS`` bands get a tooltip per band. A
-short outage is widened to one unit so it never disappears between two up bands. Tick
-labels are HTML placed by percentage, so the scaling never distorts them.
+The page reads at 1,280 px without a horizontal scroll bar (``test_report_html`` measures it in
+Chromium): headers and resource names wrap, and timelines stretch to the width the table
+leaves them (at least ``MIN_TIMELINE_PX``): they are drawn in ``TIMELINE_UNITS`` user units and
+scaled, strokes excepted. Every time on the page is to the second (the JSON format keeps the
+nanoseconds), and axis labels carry the date only when the window spans several UTC days.
+
+The page must stay small whatever the history holds: the resource's span is one rectangle in
+the up colour with only the other bands drawn over it; past ``TIMELINE_UNITS`` such bands a
+timeline is drawn column by column, each column showing the worst state seen in it (failed
+over down over the rest); and only timelines of at most ``MAX_TITLED_BANDS`` bands get a
+tooltip per band. A short outage is widened to one unit so it never disappears between two up
+bands. Tick labels are HTML placed by percentage, so the scaling never distorts them.
 """
 
 from __future__ import annotations
@@ -32,7 +36,6 @@ from megamon.cli.report_format import (
     percent_text,
     provisioning_text,
     state_text,
-    window_text,
 )
 from megamon.domain import timestamps
 from megamon.summary.availability import (
@@ -44,13 +47,18 @@ from megamon.summary.availability import (
 
 TIMELINE_UNITS = 500
 """Width of a timeline in SVG user units: its drawing resolution."""
-MIN_TIMELINE_PX = 480
-"""The narrowest a timeline is laid out; tick labels are spaced for it."""
+MIN_TIMELINE_PX = 280
+"""The narrowest a timeline is laid out: a label that would touch its neighbour at this width
+is left out (its tick stays)."""
+TICK_LAYOUT_PX = 560
+"""The width ticks are spaced for: about what a timeline gets at 1,280 px."""
+NARROW_WINDOW_PX = 1199
+"""Below 1,200 px a timeline may get less than ``TICK_LAYOUT_PX``: every second label hides."""
 BAND_HEIGHT = 16
 AXIS_HEIGHT = 30
 LABEL_CHAR_PX = 6.5
 """Estimated width of one character of an axis label (11px sans-serif digits)."""
-LABEL_GAP_PX = 10.0
+LABEL_GAP_PX = 20.0
 MIN_VISIBLE_UNITS = 1.0
 """A band narrower than this is widened so that a short outage stays visible."""
 MAX_TITLED_BANDS = 60
@@ -88,20 +96,22 @@ _D = 24 * _H
 TICK_STEPS = (
     *(n * _S for n in (1, 5, 15, 30)),
     *(n * _M for n in (1, 5, 15, 30)),
-    *(n * _H for n in (1, 3, 6, 12)),
+    *(n * _H for n in (1, 2, 3, 6, 12)),
     *(n * _D for n in (1, 2, 7, 14, 30, 90, 365)),
 )
 
 _CSS = Template("""
 body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #212529;
-       margin: 24px; background: #fff; }
+       margin: 16px; background: #fff; }
 h1 { font-size: 20px; margin: 0 0 4px; }
 h2 { font-size: 16px; margin: 24px 0 8px; }
 p.meta { margin: 2px 0; color: #495057; }
-table { border-collapse: collapse; }
-th, td { padding: 3px 6px; border-bottom: 1px solid #e9ecef; text-align: left;
+table { border-collapse: collapse; font-size: 13px; }
+th, td { padding: 3px 5px; border-bottom: 1px solid #e9ecef; text-align: left;
          white-space: nowrap; vertical-align: middle; }
-th { font-weight: 600; background: #f8f9fa; position: sticky; top: 0; }
+th { font-weight: 600; background: #f8f9fa; position: sticky; top: 0; white-space: normal;
+     vertical-align: bottom; }
+td.name { white-space: normal; overflow-wrap: anywhere; min-width: 13em; max-width: 20em; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 table#resources { width: 100%; }
 td.timeline, th.timeline { padding: 0 8px; width: 100%; min-width: ${min_timeline}px; }
@@ -116,7 +126,8 @@ td.timeline, th.timeline { padding: 0 8px; width: 100%; min-width: ${min_timelin
 .swatch { display: inline-block; width: 12px; height: 12px; vertical-align: -1px;
           margin-right: 4px; border-radius: 2px; }
 svg { display: block; }
-""").substitute(min_timeline=MIN_TIMELINE_PX, axis_height=AXIS_HEIGHT)
+@media (max-width: ${narrow}px) { .axis span.minor { display: none; } }
+""").substitute(min_timeline=MIN_TIMELINE_PX, axis_height=AXIS_HEIGHT, narrow=NARROW_WINDOW_PX)
 
 _PAGE = Template("""<!DOCTYPE html>
 <html lang="en">
@@ -164,8 +175,21 @@ def _rect(x0: float, x1: float, colour: str, title: str | None = None) -> str:
     return f"<rect {geometry}><title>{_e(title)}</title></rect>"
 
 
+def seconds_text(ns: int) -> str:
+    """An instant in RFC 3339 UTC to the second: nanoseconds help no reader of a page."""
+    return timestamps.format_ns(ns - ns % _S)
+
+
+def window_line(report: AvailabilityReport) -> str:
+    """The report's window, to the second (the text format's ``window_text`` otherwise)."""
+    since = "" if report.window.since is not None else " (all history)"
+    length = duration_text(report.window.now - report.start)
+    start, end = seconds_text(report.start), seconds_text(report.window.now)
+    return f"window {start} .. {end}, {length}{since}"
+
+
 def _band_title(band: Band) -> str:
-    start, end = timestamps.format_ns(band.start), timestamps.format_ns(band.end)
+    start, end = seconds_text(band.start), seconds_text(band.end)
     return f"{band.state.value} {duration_text(band.end - band.start)}: {start} .. {end}"
 
 
@@ -205,7 +229,7 @@ def _marks(figures: ResourceAvailability, scale: Scale) -> Iterator[str]:
     """The span in the up colour, and every other band over it: the bands tile the span, so
     only what is not up needs a rectangle of its own — half of them, or fewer."""
     r = figures.resource
-    span = f"{r.name}: {timestamps.format_ns(figures.start)} .. {timestamps.format_ns(figures.end)}"
+    span = f"{r.name}: {seconds_text(figures.start)} .. {seconds_text(figures.end)}"
     yield _rect(scale.x(figures.start), scale.x(figures.end), STATE_COLOURS[BandState.UP], span)
     others = [b for b in figures.bands if b.state is not BandState.UP]
     if len(others) > scale.width:
@@ -235,25 +259,30 @@ def timeline_svg(figures: ResourceAvailability, scale: Scale, ticks: Sequence[in
 # --- the axis ----------------------------------------------------------------------------
 
 
-def _tick_label(ns: int, step: int) -> str:
+def _tick_label(ns: int, step: int, dated: bool = True) -> str:
     """Only what changes between ticks: the day (the year is in the window line), the time
-    of day, or the second."""
+    of day (with the day only when the window spans several days), or the second."""
     text = timestamps.format_ns(ns)  # 2026-05-04T18:30:00Z
     if step >= _D:
         return text[5:10]
     if step >= _M:
-        return f"{text[5:10]} {text[11:16]}"
+        return f"{text[5:10]} {text[11:16]}" if dated else text[11:16]
     return text[11:19]
 
 
-def _label_px(step: int) -> float:
-    return len(_tick_label(0, step)) * LABEL_CHAR_PX
+def spans_days(start: int, end: int) -> bool:
+    """True when ``[start, end]`` touches more than one UTC day: labels then need the date."""
+    return start // _D != end // _D
 
 
-def tick_step(span: int, width: float = MIN_TIMELINE_PX) -> int:
+def _label_px(step: int, dated: bool = True) -> float:
+    return len(_tick_label(0, step, dated)) * LABEL_CHAR_PX
+
+
+def tick_step(span: int, width: float = TICK_LAYOUT_PX, dated: bool = True) -> int:
     """The smallest round step whose labels fit side by side over ``width`` pixels."""
     for step in TICK_STEPS:
-        fitting = max(1, int(width // (_label_px(step) + LABEL_GAP_PX)))
+        fitting = max(1, int(width // (_label_px(step, dated) + LABEL_GAP_PX)))
         if span // step <= fitting:
             return step
     return TICK_STEPS[-1] * (span // (TICK_STEPS[-1] * 4) + 1)
@@ -261,37 +290,42 @@ def tick_step(span: int, width: float = MIN_TIMELINE_PX) -> int:
 
 def ticks(start: int, end: int) -> list[int]:
     """Round UTC instants inside ``[start, end]``."""
-    step = tick_step(max(1, end - start))
+    step = tick_step(max(1, end - start), dated=spans_days(start, end))
     first = -(-start // step) * step
     return list(range(first, end + 1, step))
 
 
-def _axis_labels(scale: Scale, marks: Sequence[int], step: int) -> Iterator[str]:
+def _axis_labels(scale: Scale, marks: Sequence[int], step: int, dated: bool) -> Iterator[str]:
     """Labels centred on their ticks, except at the edges where they are pushed inside; one
-    that would touch the previous label at the narrowest layout is left out (its tick
-    stays)."""
-    px_per_unit = MIN_TIMELINE_PX / scale.width
+    that would touch the previous label at ``TICK_LAYOUT_PX`` is left out (its tick stays).
+    Every second label is ``minor``: hidden by the stylesheet in a narrow window, where the
+    timeline may be only ``MIN_TIMELINE_PX`` wide."""
+    px_per_unit = TICK_LAYOUT_PX / scale.width
     previous_end = -LABEL_GAP_PX
+    kept = 0
     for t in marks:
-        text = _tick_label(t, step)
+        text = _tick_label(t, step, dated)
         width = len(text) * LABEL_CHAR_PX
         x = scale.x(t) * px_per_unit
         if x < width / 2:
             placement, left = "first", x
-        elif x > MIN_TIMELINE_PX - width / 2:
+        elif x > TICK_LAYOUT_PX - width / 2:
             placement, left = "last", x - width
         else:
             placement, left = "", x - width / 2
         if left < previous_end + LABEL_GAP_PX:
             continue
         previous_end = left + width
+        classes = " ".join(filter(None, (placement, "minor" if kept % 2 else "")))
+        kept += 1
         percent = 100 * scale.x(t) / scale.width
-        yield f'<span class="{placement}" style="left:{percent:.3f}%">{_e(text)}</span>'
+        yield f'<span class="{classes}" style="left:{percent:.3f}%">{_e(text)}</span>'
 
 
 def axis_html(scale: Scale, marks: Sequence[int]) -> str:
     """Tick marks (SVG, stretched like the timelines) and UTC labels (HTML, not stretched)."""
-    step = tick_step(max(1, scale.end - scale.start))
+    dated = spans_days(scale.start, scale.end)
+    step = tick_step(max(1, scale.end - scale.start), dated=dated)
     stroke = 'stroke="#868e96" vector-effect="non-scaling-stroke"'
     tick_marks = "".join(
         f'<line x1="{scale.x(t):.2f}" y1="6" x2="{scale.x(t):.2f}" y2="14" {stroke}/>'
@@ -299,7 +333,7 @@ def axis_html(scale: Scale, marks: Sequence[int]) -> str:
     )
     return (
         f'<div class="axis" role="img" aria-label="time axis, UTC">'
-        f"{''.join(_axis_labels(scale, marks, step))}"
+        f"{''.join(_axis_labels(scale, marks, step, dated))}"
         f'<svg width="100%" height="14" viewBox="0 0 {scale.width:.0f} 14" '
         f'preserveAspectRatio="none"><line x1="0" y1="13.5" x2="{scale.width:.0f}" '
         f'y2="13.5" {stroke}/>{tick_marks}</svg></div>'
@@ -310,7 +344,9 @@ def axis_html(scale: Scale, marks: Sequence[int]) -> str:
 
 
 def _header_cell(text: str, right: bool) -> str:
-    return f'<th class="num">{_e(text)}</th>' if right else f"<th>{_e(text)}</th>"
+    """A header that may wrap after its hyphens (``PROV-<wbr>RUNNING``): narrow columns."""
+    label = _e(text).replace("-", "-<wbr>")
+    return f'<th class="num">{label}</th>' if right else f"<th>{label}</th>"
 
 
 def _cell(text: str, right: bool) -> str:
@@ -346,7 +382,7 @@ def _resource_label(figures: ResourceAvailability) -> str:
     r = figures.resource
     shape = " · ".join(filter(None, (r.kind.value, r.accelerator, r.topology)))
     key = "" if r.name == r.key else f" · {r.key}"
-    return f'<td><div>{_e(r.name)}</div><div class="sub">{_e(shape + key)}</div></td>'
+    return f'<td class="name"><div>{_e(r.name)}</div><div class="sub">{_e(shape + key)}</div></td>'
 
 
 def resource_table(report: AvailabilityReport) -> str:
@@ -390,7 +426,7 @@ def render_html(report: AvailabilityReport) -> str:
         body = "<p>No resources in the window.</p>"
     return _PAGE.substitute(
         css=_CSS,
-        window=_e(window_text(report)),
+        window=_e(window_line(report)),
         definition=_e(AVAILABILITY_DEFINITION.capitalize() + "."),
         legend=_legend(),
         body=body,

@@ -25,7 +25,12 @@ def register(commands: Any) -> None:
         default=DEFAULT_CONFIG_PATH,
         help=f"the configuration file (default: {DEFAULT_CONFIG_PATH})",
     )
-    parser.add_argument("--log-level", choices=LOG_LEVELS, default="info")
+    parser.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="info",
+        help=f"one of: {', '.join(LOG_LEVELS)} (default: info)",
+    )
     parser.set_defaults(run=run)
 
 

@@ -25,7 +25,12 @@ def register(commands: Any) -> None:
         description="Print one JSON object: key → summary, with the Go megamon's keys and "
         "durations in integer nanoseconds.",
     )
-    parser.add_argument("file", metavar="FILE", help="an event file in the durable format")
+    parser.add_argument(
+        "file",
+        metavar="FILE",
+        help="an event file in the durable format (node-pools.json, jobsets.json, …; "
+        "not an archive entry of archive/)",
+    )
     parser.add_argument(
         "--now",
         metavar="RFC3339",
@@ -41,9 +46,30 @@ def _read(path: str) -> bytes:
         raise EventFileError(path, f"cannot read: {err.strerror or err}") from None
 
 
+def archive_hint(data: bytes, path: str) -> str | None:
+    """What to run instead when ``data`` is an archive entry (one retired resource), not an
+    event file; ``None`` when it is not one."""
+    try:
+        entry = codec.decode_archive_entry(data, path)
+    except EventFileError:
+        return None
+    return (
+        f"an archive entry (the retired {entry.kind} {entry.key!r}), not an event file: "
+        f"`megamon events archive {entry.kind} {entry.key}` prints every retirement of it, "
+        f"`megamon report --kind {entry.kind}` summarizes live and archived history"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     now = parse_now(args.now)
-    records = codec.decode_event_file(_read(args.file), args.file)
+    data = _read(args.file)
+    try:
+        records = codec.decode_event_file(data, args.file)
+    except EventFileError:
+        hint = archive_hint(data, args.file)
+        if hint is None:
+            raise
+        raise EventFileError(args.file, hint) from None
     for key, record in records.items():
         for problem in anomalies(record):
             log.warning('%s: key "%s": %s', args.file, key, problem)

@@ -7,8 +7,10 @@ request still in flight, so tests and restarts get their port back at once.
 
 Addresses are written as in the Go megamon's configuration (``MetricsAddr``, ``ProbeAddr``):
 ``host:port``, ``:port`` for every interface, ``[v6]:port`` for IPv6, port 0 for an
-ephemeral port. ``/metrics`` answers 503 until the first report exists (docs/metrics.md), so an
-empty fleet is never mistaken for a healthy one.
+ephemeral port. ``/metrics`` answers 200 from the start: before the first report it carries
+megamon's own series only (``megamon_leader``, ``megamon_build_info``, the self instruments) and
+no fleet series, so an empty fleet is never mistaken for a healthy one, while the alert on a
+missing ``megamon_last_report_timestamp_seconds`` can see that megamon runs (docs/metrics.md).
 
 With ``SecureMetrics`` the metrics server is given an ``ssl.SSLContext`` (``tls.py``) and a
 ``Guard`` (``auth.py``): it then speaks only TLS, and serves ``/metrics`` only to a bearer
@@ -287,7 +289,12 @@ class _Background:
 
 
 class MetricsServer(_Background):
-    """``/metrics``: 503 until ``ready()`` (the first report exists), then the exposition.
+    """``/metrics``: the exposition of ``registry``, from the start.
+
+    No readiness gate: a 503 before the first report would hide ``megamon_leader`` too, and
+    then nothing could tell "megamon runs but never reported" from "megamon is not there"
+    (``MegamonNoReport`` in deploy/alerts). The collector leaves the fleet series out until
+    a report exists.
 
     The format follows the scraper's ``Accept`` header (Prometheus text or OpenMetrics) and is
     gzipped when the scraper accepts it, as Prometheus does: a large fleet's page shrinks
@@ -302,7 +309,6 @@ class MetricsServer(_Background):
         self,
         addr: str,
         registry: CollectorRegistry,
-        ready: Check,
         *,
         tls: ssl.SSLContext | None = None,
         guard: Guard | None = None,
@@ -310,7 +316,6 @@ class MetricsServer(_Background):
         if guard is not None and tls is None:
             raise ValueError("a metrics guard needs TLS: bearer tokens must not travel in clear")
         self._registry = registry
-        self._ready = ready
         self._guard = guard
         super().__init__(addr, {METRICS_PATH: self._metrics}, tls)
 
@@ -319,9 +324,6 @@ class MetricsServer(_Background):
             refusal = _refusal(self._guard, request.headers.get("Authorization"))
             if refusal is not None:
                 return refusal
-        failure = _failure("ready", self._ready, "not ready: no report yet")
-        if failure is not None:
-            return _plain(HTTPStatus.SERVICE_UNAVAILABLE, failure)
         encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
         body = encoder(self._registry)
         headers = {"Content-Type": content_type}

@@ -711,6 +711,16 @@ def test_an_example_overlay_changes_only_its_own_settings(
     assert renderings[name].raw_config == renderings["overlays/example"].raw_config | changes
 
 
+@pytest.mark.parametrize("name", OVERLAYS)
+def test_an_overlay_with_a_bucket_archives_its_reports_there(
+    renderings: dict[str, Rendering], name: str
+) -> None:
+    """Reports archived in GCS are one of megamon's uses (docs/deploying.md says the cost)."""
+    config = renderings[name].config
+    assert config.EventsBucketName
+    assert "gcs" in config.Exporters
+
+
 def test_the_ha_overlay_runs_two_replicas_that_a_drain_cannot_both_take(
     renderings: dict[str, Rendering],
 ) -> None:

@@ -157,12 +157,18 @@ def everything_report() -> Report:
         },
     )
     completed = Attrs(**{**JOBSET, "jobset_name": "done", "jobset_uid": "uid-3"})
+    suspended = Attrs(**{**JOBSET, "jobset_name": "queued", "jobset_uid": "uid-4"})
     kinds[Kind.JOBSET] = KindReport(
         observations={
             "full": _up(FULL_ATTRS[Kind.JOBSET]),
             "completed": _down(completed, status="Completed", expected_down=True),
+            "suspended": _down(suspended, status="Suspended"),
         },
-        summaries={"full": _full_summary(), "completed": _full_summary()},
+        summaries={
+            "full": _full_summary(),
+            "completed": _full_summary(),
+            "suspended": _full_summary(),
+        },
     )
     return Report(
         generated_at=T,
@@ -233,6 +239,7 @@ def test_the_report_used_for_names_covers_every_metric_family() -> None:
         "megamon_last_report_timestamp_seconds",
         "megamon_last_observation_timestamp_seconds",
         "megamon_nodepool_job_scheduled",
+        "megamon_jobset_suspended",
         "megamon_aggregation_duration_seconds_bucket",
         "megamon_gcs_latency_seconds_bucket",
         "megamon_gke_latency_seconds_count",
@@ -504,6 +511,16 @@ LEGEND_LABEL = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 LABEL_VALUES = re.compile(r"^label_values\((.+),\s*(\w+)\)$")
 
 
+SCOPE_VARIABLES = {
+    "cluster": "cluster",
+    "namespace": "namespace",
+    "accelerator": "tpu_accelerator",
+    "topology": "tpu_topology",
+}
+"""Variable → the label it selects: the scrape's cluster and megamon's namespace (every GMP
+user has several clusters), then the TPU shape."""
+
+
 def test_dashboard_shape() -> None:
     doc = dashboard()
     assert doc["schemaVersion"] >= 38
@@ -513,7 +530,7 @@ def test_dashboard_shape() -> None:
     datasource = found["datasource"]
     assert datasource["type"] == "datasource"
     assert datasource["query"] == "prometheus"
-    for name, label in (("accelerator", "tpu_accelerator"), ("topology", "tpu_topology")):
+    for name, label in SCOPE_VARIABLES.items():
         variable = found[name]
         assert variable["type"] == "query"
         assert variable["datasource"] == DS
@@ -549,11 +566,42 @@ def check_dashboard(doc: dict[str, Any], names: Names) -> None:
         available = names.check(substitute(target["expr"], where, doc), where)
         missing = sorted(set(LEGEND_LABEL.findall(target.get("legendFormat", ""))) - available)
         assert not missing, f"{where}: legend uses labels {missing} the query cannot have"
-    for name in ("accelerator", "topology"):
+    for name in SCOPE_VARIABLES:
         match = LABEL_VALUES.match(variables(doc)[name]["query"])
         assert match
         available = names.check(substitute(match.group(1), name, doc), f"variable {name}")
         assert match.group(2) in available
+
+
+def _selectors(expr: str) -> Iterator[pq.VectorSelector]:
+    for node in walk(parse(expr)):
+        if isinstance(node, pq.VectorSelector):
+            yield node
+        elif isinstance(node, pq.MatrixSelector):
+            yield node.vector_selector
+
+
+def _scoped(selector: pq.VectorSelector, variable: str) -> bool:
+    return any(
+        m.name == variable and m.value == f"${variable}" and m.op == pq.MatchOp.Re
+        for m in selector.matchers.matchers
+    )
+
+
+def test_every_query_and_variable_is_scoped_by_cluster_and_namespace() -> None:
+    """Grafana's variables are kept (not substituted) so the matchers themselves are seen."""
+    queries = [(where, target["expr"]) for where, target in targets()]
+    for name in ("accelerator", "topology"):
+        match = LABEL_VALUES.match(variables()[name]["query"])
+        assert match
+        queries.append((f"variable {name}", match.group(1)))
+    for where, query in queries:
+        expr = query.replace("$__rate_interval", "5m").replace("$__range", "1d")
+        for selector in _selectors(expr):
+            for variable in ("cluster", "namespace"):
+                assert _scoped(selector, variable), f"{where}: {selector} has no {variable}"
+    namespace = LABEL_VALUES.match(variables()["namespace"]["query"])
+    assert namespace and 'cluster=~"$cluster"' in namespace.group(1)
 
 
 def test_the_documented_prefix_recipe_adapts_rules_and_dashboard() -> None:

@@ -286,6 +286,29 @@ def test_each_scheduled_job_is_a_series_of_1() -> None:
     assert sum(1 for family in registry.collect() for s in family.samples if s.name == name) == 2
 
 
+def test_only_suspended_jobsets_have_a_suspended_series_labelled_as_their_up() -> None:
+    def jobset(name: str, ready: int, status: str = "") -> Observation:
+        attrs = Attrs(jobset_name=name, jobset_namespace="ml", jobset_uid=f"uid-{name}")
+        return Observation.build(expected=2, ready=ready, status=status, attrs=attrs)
+
+    observations = {
+        "q": jobset("queued", 0, "Suspended"),
+        "f": jobset("broken", 0, "Failed"),
+        "r": jobset("running", 2),
+    }
+    registry = scrape_registry(one_kind(Kind.JOBSET, observations))
+    queued = {"jobset_name": "queued", "jobset_namespace": "ml", "jobset_uid": "uid-queued"}
+    assert registry.get_sample_value("megamon_jobset_suspended", queued) == 1.0
+    assert registry.get_sample_value("megamon_jobset_up", queued) == 0.0
+    suspended = [
+        s.labels["jobset_name"]
+        for family in registry.collect()
+        for s in family.samples
+        if s.name == "megamon_jobset_suspended"
+    ]
+    assert suspended == ["queued"]
+
+
 def test_build_info_and_leader_are_always_there() -> None:
     registry = scrape_registry(Report(generated_at=T))
     labels = {"version": "0.1.0", "commit": "abc1234", "date": "2026-06-01"}
@@ -417,7 +440,7 @@ def test_every_metric_is_documented() -> None:
     collector = ReportCollector("megamon", lambda: None, build=BUILD)
     described = {family.name for family in collector.describe()}
     nodepool_series = {name for name in described if name.startswith("megamon_nodepool_")}
-    assert len(described) == 5 + len(Kind) * len(
+    assert len(described) == 6 + len(Kind) * len(
         nodepool_series - {"megamon_nodepool_job_scheduled"}
     )
     for name in sorted(described):

@@ -251,4 +251,4 @@ def test_tokens_are_never_logged(
 
 def test_a_guard_without_tls_is_refused(guard: KubeGuard) -> None:
     with pytest.raises(ValueError, match="needs TLS"):
-        MetricsServer("127.0.0.1:0", CollectorRegistry(), lambda: True, guard=guard)
+        MetricsServer("127.0.0.1:0", CollectorRegistry(), guard=guard)

@@ -59,7 +59,7 @@ def metrics(latest: Latest) -> Iterator[MetricsServer]:
     registry = CollectorRegistry()
     build = BuildInfo(version="0.1.0", commit="abc1234", date="2026-06-01")
     registry.register(ReportCollector("megamon", latest, build=build))
-    with MetricsServer(LOOPBACK, registry, latest.ready) as server:
+    with MetricsServer(LOOPBACK, registry) as server:
         yield server
 
 
@@ -68,10 +68,16 @@ def a_report() -> Report:
     return Report(generated_at=T, kinds={Kind.NODEPOOL: KindReport(observations={"a": obs})})
 
 
-def test_metrics_is_503_until_the_first_report(metrics: MetricsServer) -> None:
+def test_before_the_first_report_metrics_has_only_megamons_own_series(
+    metrics: MetricsServer,
+) -> None:
+    """200 with megamon_leader and no fleet series: MegamonNoReport needs the one, and the
+    other must not pass for an empty, healthy fleet."""
     status, _, body = get(metrics.url + "/metrics")
-    assert status == 503
-    assert b"no report yet" in body
+    assert status == 200
+    assert b"\nmegamon_leader 1.0\n" in body
+    assert b"megamon_last_report_timestamp_seconds" not in body
+    assert b"megamon_nodepool_up" not in body
 
 
 def test_metrics_serves_the_exposition_once_ready(metrics: MetricsServer, latest: Latest) -> None:

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import argparse
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
+import orjson
+
+from internal.demo.__main__ import Screen, _history, time_scale
+from internal.demo.table import Row, state
+
 
 def test_the_demo_shows_the_fleet_and_stops_cleanly(tmp_path: Path) -> None:
+    """At 120x the whole half hour plays in 15 s, slowly enough for megamon to see every
+    state, the deleted pool included, before the run ends."""
     done = subprocess.run(
         [
             sys.executable,
             "-m",
             "internal.demo",
             "--duration",
-            "25",
+            "22",
             "--speed",
-            "600",
+            "120",
             "--workdir",
             str(tmp_path),
             "--metrics-port",
@@ -28,9 +37,68 @@ def test_the_demo_shows_the_fleet_and_stops_cleanly(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    last = done.stdout.rsplit("megamon demo —", 1)[-1]
-    assert "nodepool        v5p-16-stuck" in last and " failed " in last
-    assert "nodepool        v5e-256-pretrain" in last
-    assert "jobset          llm-pretrain" in last
+    screen, hints = done.stdout.rsplit("megamon demo —", 1)[-1].split("\nstopped.", 1)
+    assert "time runs 120x fast" in screen
+    expected = {
+        ("nodepool", "v5p-16-stuck"): "failed",
+        ("nodepool", "v5e-256-pretrain"): "up",
+        ("nodepool", "v6e-64-eval"): "deleted",
+        ("jobset", "llm-pretrain"): "up",
+        ("jobset", "notebook-eval"): "completed",
+        ("jobset", "benchmark-v6e"): "completed",
+        ("jobset", "spot-inference"): "failed",
+        ("jobset", "rl-rollout"): "suspended",
+    }
+    kinds = ("nodepool ", "jobset ", "slice ", "leaderworkerset ")
+    shown = {
+        tuple(line.split()[:2]): line.split()[4]
+        for line in screen.splitlines()
+        if line.startswith(kinds)
+    }
+    for resource, word in expected.items():
+        assert shown.get(resource) == word, (resource, screen)
     assert (tmp_path / "megamon-data" / "node-pools.json").exists()
     assert (tmp_path / "megamon-data" / "reports" / "latest.json").exists()
+
+    commands = [line.strip() for line in hints.splitlines() if line.startswith("  ")]
+    assert len(commands) == 3
+    for command in commands:  # each works as printed, from where the demo was run
+        ran = subprocess.run(shlex.split(command), capture_output=True, timeout=120, check=False)
+        assert ran.returncode == 0, (command, ran.stderr[-2000:])
+    shown_pools = subprocess.run(shlex.split(commands[0]), capture_output=True, check=True)
+    assert "v5e-256-pretrain" in orjson.loads(shown_pools.stdout)
+
+
+def test_each_run_starts_a_fresh_history_unless_kept(tmp_path: Path) -> None:
+    history = tmp_path / "megamon-data"
+    history.mkdir()
+    (history / "node-pools.json").write_text("{}")
+    assert _history(argparse.Namespace(workdir=tmp_path, keep=True)) == history
+    assert (history / "node-pools.json").exists()
+    assert _history(argparse.Namespace(workdir=tmp_path, keep=False)) == history
+    assert not history.exists()
+
+
+def test_the_header_says_how_fast_time_runs() -> None:
+    screen = Screen("http://x/metrics", Path("log"), Path("h"), 60.0, 1800.0)
+    assert time_scale(90.0, screen) == (
+        "scenario T+00:30:00 of T+00:30:00, finished: nothing changes any more — time runs "
+        "60x fast, so megamon (which measures real time) shows durations 60x shorter than "
+        "the scenario's"
+    )
+    assert time_scale(10.0, screen).startswith("scenario T+00:10:00 of T+00:30:00 — time runs")
+
+
+def test_a_down_resource_says_why() -> None:
+    def row(up: float, intr: float = 0, rec: float = 0, prov: str = "success") -> Row:
+        values = {"up": up, "interruption_count": intr, "recovery_count": rec}
+        return Row({}, values, (prov, 1.0))
+
+    assert state(row(1), "") == "up"
+    assert state(row(0), "Completed") == "completed"
+    assert state(row(0, 1), "Failed") == "failed"
+    assert state(row(0, 1), "Suspended") == "suspended"
+    assert state(row(0), "ERROR") == "failed"
+    assert state(row(0), "STOPPING") == "deleting"
+    assert state(row(0, prov="provisioning"), "") == "provisioning"
+    assert state(row(0, 2, 1), "") == "interrupted"

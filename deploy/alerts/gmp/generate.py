@@ -3,7 +3,7 @@
 
 GMP's ``spec.groups`` has the upstream Prometheus rule-group format, like the
 PrometheusRule's, so the groups are copied as they are; only the resource's kind changes.
-Run after every edit of ../megamon-rules.yaml (test/unit/test_monitoring_rules.py fails while
+Run after every edit of ../megamon-rules.yaml (test/deploy/test_monitoring_rules.py fails while
 the two differ)::
 
     .venv/bin/python deploy/alerts/gmp/generate.py

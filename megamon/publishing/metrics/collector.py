@@ -30,6 +30,7 @@ from operator import attrgetter
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.samples import Sample
 
+from megamon.domain import labels as resource_states
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
 from megamon.domain.reports import KindReport, Report
@@ -323,6 +324,9 @@ class _Listed(exposition.RenderedFamily):
 
 
 _SCHEDULED_HELP = "1 for each node pool running the leader pod of a JobSet's Job."
+_SUSPENDED_HELP = (
+    "1 for each JobSet that is suspended (its Suspended condition is true, e.g. queued by Kueue)."
+)
 
 
 def _always_leader() -> bool:
@@ -357,6 +361,7 @@ class ReportCollector:
         yield from self._process_families()
         yield from self._freshness_families()
         yield self._scheduling_family()
+        yield GaugeMetricFamily(self._suspended_name, _SUSPENDED_HELP)
         for kind in Kind:
             for name, help in _kind_families(self._prefix, kind):
                 yield GaugeMetricFamily(name, help)
@@ -379,6 +384,7 @@ class ReportCollector:
             kind_families = partial(self._kind, report, kind, previous)
             yield from self._guarded(f"kind {kind.value}", kind_families)
         yield from self._guarded("scheduling", partial(self._scheduling, report))
+        yield from self._guarded("suspended", partial(self._suspended, report))
 
     def _process_families(self) -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
         build_info = GaugeMetricFamily(
@@ -435,6 +441,25 @@ class ReportCollector:
             return []
         name = names.process_metric(self._prefix, names.NODEPOOL_JOB_SCHEDULED)
         return [_Listed(name, _SCHEDULED_HELP, label_sets, [1.0] * len(label_sets))]
+
+    @property
+    def _suspended_name(self) -> str:
+        return names.process_metric(self._prefix, names.JOBSET_SUSPENDED)
+
+    def _suspended(self, report: Report) -> list[_Listed]:
+        """The suspended JobSets, labelled as their ``jobset_up`` series (alerts join on it)."""
+        label_sets = []
+        for key, obs in report.kind(Kind.JOBSET).observations.items():
+            if obs.status != resource_states.JOBSET_SUSPENDED:
+                continue
+            try:
+                label_sets.append(_LabelSet(attr_labels(obs.attrs)))
+            except Exception as err:
+                self._warn_once(f"suspended {key!r}", err)
+        if not label_sets:
+            return []
+        values: list[float | None] = [1.0] * len(label_sets)
+        return [_Listed(self._suspended_name, _SUSPENDED_HELP, label_sets, values)]
 
     def _kind(
         self, report: Report, kind: Kind, previous: dict[tuple[object, ...], _LabelSet]

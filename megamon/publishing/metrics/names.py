@@ -36,6 +36,9 @@ BUILD_INFO: Final = "build_info"
 LEADER: Final = "leader"
 LAST_OBSERVATION_TIMESTAMP: Final = "last_observation_timestamp_seconds"
 LAST_REPORT_TIMESTAMP: Final = "last_report_timestamp_seconds"
+JOBSET_SUSPENDED: Final = "jobset_suspended"
+"""1 for each JobSet whose Suspended condition is true (new in 0.2.0; not in the Go megamon):
+the JobSet alerts tell a queued or paused workload from a broken one with it."""
 
 # Label keys of the resource attributes.
 LABEL_NODEPOOL_NAME: Final = "nodepool_name"

@@ -11,15 +11,26 @@ from pathlib import Path
 
 import pytest
 
-from internal.tools.headless import dump_dom, screenshot
+from internal.tools.headless import dump_dom, layout_width, screenshot
+from internal.tools.scripted_history import (
+    DOWN,
+    FAILED,
+    PLANNED,
+    UP,
+    ScriptedResource,
+    export_latest_report,
+    record,
+)
 from megamon.cli.main import main
 from megamon.cli.report_html import NO_DATA_COLOUR, STATE_COLOURS
+from megamon.domain.kinds import Kind
+from megamon.domain.observations import Attrs
 from megamon.publishing.exporters.archives import LocalReportExporter
 from megamon.stores.local import LocalEventStore
 from megamon.summary.availability import BandState
-from test.cli.report.history import NOW_TEXT, fill
+from test.cli.report.history import FLEET, NOW, NOW_TEXT, V5P, H, M, T, fill
 
-pytestmark = pytest.mark.timeout(1500)  # the first test may install chromium
+WINDOW_PX = 1280
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 STATE_NAMES = {colour: state.value for state, colour in STATE_COLOURS.items()}
@@ -152,7 +163,55 @@ def test_every_resource_has_a_timeline_with_its_bands(rendered: PageReader) -> N
 
 
 def test_the_time_axis_is_labelled_in_utc(rendered: PageReader) -> None:
-    assert rendered.axis_labels == ["06-01 00:00", "06-01 03:00", "06-01 06:00", "06-01 09:00"]
+    """A window within one UTC day: hours only (the date is in the window line), every hour
+    labelled but 01:00, which would touch the first label pushed inside the edge."""
+    assert rendered.axis_labels == [f"{h:02d}:00" for h in (0, 2, 3, 4, 5, 6, 7, 8, 9)]
+
+
+def test_times_on_the_page_are_to_the_second(page: Path) -> None:
+    html = page.read_text()
+    assert "window 2026-06-01T00:00:00Z .. 2026-06-01T10:00:00Z, 10h00m" in html
+    assert re.findall(r"\d\d:\d\d:\d\d\.\d+Z", html) == []
+
+
+def _wide_fleet() -> list[ScriptedResource]:
+    """The small history, plus resources with the longest names GKE and Kubernetes allow
+    (40-character node pools, 63-character JobSets and namespaces) and many short outages."""
+    flapping = tuple((T + 30 * M + k * 7 * M, DOWN if k % 2 else UP) for k in range(1, 60))
+    pool = "tpu-v5p-slice-4x4x4-reservation-b-abcdefg"[:40]
+    jobset, namespace = "a" * 30 + "-pretraining-run-2026-06-01-" + "b" * 5, "n" * 63
+    return [
+        *FLEET,
+        ScriptedResource(
+            Kind.NODEPOOL,
+            pool,
+            Attrs(nodepool_name=pool, **V5P),
+            ((T, DOWN), (T + 30 * M, UP), *flapping, (T + 9 * H, PLANNED), (T + 9 * H + M, FAILED)),
+        ),
+        ScriptedResource(
+            Kind.JOBSET,
+            "uid-" + "c" * 32,
+            Attrs(jobset_name=jobset, jobset_namespace=namespace, jobset_uid="u", **V5P),
+            ((T + H, DOWN), (T + 2 * H, UP)),
+        ),
+    ]
+
+
+def test_the_page_is_no_wider_than_a_1280_px_window(
+    tmp_path: Path, chromium: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both tables and every timeline fit: no horizontal scroll bar at 1,280 px, with the
+    longest names there are."""
+    history = tmp_path / "history"
+    store = LocalEventStore(history)
+    export_latest_report(
+        LocalReportExporter(history), store, record(store, _wide_fleet(), NOW), NOW
+    )
+    target = tmp_path / "wide.html"
+    argv = ["report", "--events-dir", str(history), "--now", NOW_TEXT, "--format", "html"]
+    assert main([*argv, "-o", str(target)]) == 0
+    capsys.readouterr()
+    assert layout_width(target, WINDOW_PX, browser=chromium) <= WINDOW_PX
 
 
 def test_the_aggregate_table_is_shown(rendered: PageReader) -> None:

@@ -84,8 +84,6 @@ def guard(kube_api_client: Any, clock: Clock) -> KubeGuard:
 def secure_metrics(
     registry: CollectorRegistry, latest: Latest, self_signed: ServingTLS, guard: KubeGuard
 ) -> Iterator[MetricsServer]:
-    server = MetricsServer(
-        "127.0.0.1:0", registry, latest.ready, tls=self_signed.context, guard=guard
-    )
+    server = MetricsServer("127.0.0.1:0", registry, tls=self_signed.context, guard=guard)
     with server:
         yield server

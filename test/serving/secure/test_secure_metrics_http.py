@@ -126,11 +126,13 @@ def test_authorisation_through_a_group(
     assert head[0] == 200 and head[2] == b""
 
 
-def test_before_the_first_report_an_authorised_scrape_is_503_and_others_still_refused(
+def test_before_the_first_report_an_authorised_scrape_gets_megamons_own_series_only(
     secure_metrics: MetricsServer, trusted: ssl.SSLContext, prometheus: str
 ) -> None:
     status, _, body = get(metrics_url(secure_metrics), trusted, prometheus)
-    assert (status, body) == (503, b"not ready: no report yet\n")
+    assert status == 200
+    assert b"\nmegamon_leader 1.0\n" in body
+    assert b"megamon_last_report_timestamp_seconds" not in body
     assert get(metrics_url(secure_metrics), trusted)[0] == 401
     assert get(metrics_url(secure_metrics), trusted, "stranger")[0] == 401
 
@@ -262,7 +264,7 @@ def test_the_probes_stay_plain_http_next_to_secure_metrics(
 
 def test_the_insecure_server_is_unchanged(registry: CollectorRegistry, latest: Latest) -> None:
     latest.publish()
-    with MetricsServer("127.0.0.1:0", registry, latest.ready) as server:
+    with MetricsServer("127.0.0.1:0", registry) as server:
         assert server.url.startswith("http://")
         assert get(server.url + "/metrics")[0] == 200  # no token needed
 
@@ -278,9 +280,7 @@ def test_a_guard_shared_between_servers_reuses_its_cache(
 ) -> None:
     latest.publish()
     for _ in range(2):
-        server = MetricsServer(
-            "127.0.0.1:0", registry, latest.ready, tls=self_signed.context, guard=guard
-        )
+        server = MetricsServer("127.0.0.1:0", registry, tls=self_signed.context, guard=guard)
         with server:
             assert get(metrics_url(server), trusted, prometheus)[0] == 200
     assert fake_kube.request_count(**TOKENREVIEWS) == 1

@@ -64,7 +64,7 @@ def authorised(fake_kube: FakeKube) -> str:
 def serve(
     tls: ServingTLS, registry: CollectorRegistry, latest: Latest, guard: KubeGuard
 ) -> MetricsServer:
-    return MetricsServer("127.0.0.1:0", registry, latest.ready, tls=tls.context, guard=guard)
+    return MetricsServer("127.0.0.1:0", registry, tls=tls.context, guard=guard)
 
 
 def test_self_signed_names_and_logged_fingerprint(caplog: pytest.LogCaptureFixture) -> None:

@@ -1,0 +1,33 @@
+"""megamon's own counters exist at 0 from the start, so the first event is an increase."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry
+
+from megamon.domain.kinds import Kind
+from megamon.telemetry import Instruments
+
+COUNTERS = (
+    "megamon_event_store_corrupt_objects_total",
+    "megamon_event_store_conflicts_total",
+    "megamon_observation_errors_total",
+)
+
+
+def test_every_labelled_counter_starts_at_0_for_each_tracked_kind() -> None:
+    registry = CollectorRegistry()
+    Instruments("megamon", registry, (Kind.NODEPOOL, Kind.JOBSET))
+    for name in COUNTERS:
+        for kind in ("nodepool", "jobset"):
+            assert registry.get_sample_value(name, {"kind": kind}) == 0.0, (name, kind)
+        assert registry.get_sample_value(name, {"kind": "slice"}) is None  # not tracked
+
+
+def test_by_default_every_kind_is_initialised() -> None:
+    registry = CollectorRegistry()
+    instruments = Instruments("megamon", registry)
+    instruments.corrupt_objects.labels(kind="jobset").inc()
+    for kind in Kind:
+        expected = 1.0 if kind is Kind.JOBSET else 0.0
+        value = registry.get_sample_value(COUNTERS[0], {"kind": kind.value})
+        assert value == expected, kind
