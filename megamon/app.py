@@ -181,6 +181,7 @@ def start(config: Config) -> Service:
         leaderworkersets=config.LeaderWorkerSetSupport,
         slices=config.SliceEnabled,
         on_change=lambda: aggregator.changed.set(),  # noqa: PLW0108 - aggregator is bound below
+        on_problem=lambda rejection: aggregator.rejected(rejection),  # noqa: PLW0108 - as above
     )
     elector = _elector(config, api)
     is_leader = elector.is_leader if elector is not None else (lambda: True)

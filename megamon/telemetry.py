@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 LABEL_OPERATION = "operation"
 LABEL_KIND = "kind"
+LABEL_REASON = "reason"
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -56,11 +57,16 @@ class Instruments:
         )
         self.observation_errors = Counter(
             f"{prefix}_observation_errors",
-            "Objects skipped because they could not be observed (bad topology, missing "
-            "fields, nodes of unknown node pools); each distinct problem counts once.",
-            [LABEL_KIND],
+            "Objects skipped because they could not be observed (bad topology, missing or "
+            "malformed fields, nodes of unknown node pools), by kind and reason; each "
+            "distinct problem counts once.",
+            [LABEL_KIND, LABEL_REASON],
             registry=registry,
         )
+
+    def count_skipped(self, kind: str, reason: str) -> None:
+        """One more object of ``kind`` skipped for ``reason`` (a ``REASON_*`` constant)."""
+        self.observation_errors.labels(kind=kind, reason=reason).inc()
 
     @classmethod
     def unregistered(cls, prefix: str = "megamon") -> Instruments:

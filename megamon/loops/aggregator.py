@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.domain.owners import SliceOwner
+from megamon.domain.rejections import Rejection
 from megamon.domain.reports import Report
 from megamon.errors import MegamonError
 from megamon.observing.cluster import (
@@ -123,7 +124,12 @@ class Aggregator:
         return self._log.store.describe()
 
     def healthy(self) -> bool:
-        """Every running loop has finished an iteration recently."""
+        """Every loop thread and watch thread runs, and every loop has finished an iteration
+        recently: a thread that died, or one stuck, freezes data behind a healthy probe."""
+        if not self._stop.is_set() and not all(t.is_alive() for t in self._threads):
+            return False
+        if not self._cluster.alive():
+            return False
         now = time.monotonic()
         limits = {
             LOOP_POLL: self._intervals.polling,
@@ -154,8 +160,13 @@ class Aggregator:
         for problem in problems:
             if problem not in self._problems_seen:
                 self._problems_seen.add(problem)
-                self._instruments.observation_errors.labels(kind=problem.kind.value).inc()
-                log.warning("skipped %s", problem)
+                self._instruments.count_skipped(problem.kind.value, problem.reason)
+                log.warning("skipped (%s) %s", problem.reason, problem)
+
+    def rejected(self, rejection: Rejection) -> None:
+        """A source skipped one object (a watch cache, the node pool lister): count it. The
+        source has logged it, once per object."""
+        self._instruments.count_skipped(rejection.kind, rejection.reason)
 
     def _workload_batch(
         self, snapshot: ClusterSnapshot, now: int

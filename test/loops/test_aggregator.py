@@ -7,11 +7,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from megamon.domain import labels
 from megamon.domain.events import EventRecord
 from megamon.domain.kinds import Kind
+from megamon.domain.rejections import REASON_INVALID, REASON_MALFORMED, Rejection
 from megamon.domain.reports import Report
 from megamon.domain.summaries import ProvisioningState
 from megamon.errors import SourceError, StoreError
@@ -181,9 +183,47 @@ def test_each_distinct_problem_is_logged_and_counted_once() -> None:
     aggregator.aggregate_once()
     aggregator.aggregate_once()
     assert (
-        parts["registry"].get_sample_value("megamon_observation_errors_total", {"kind": "nodepool"})
+        parts["registry"].get_sample_value(
+            "megamon_observation_errors_total", {"kind": "nodepool", "reason": "invalid"}
+        )
         == 1.0
     )
+
+
+def test_objects_a_source_rejected_are_counted_by_kind_and_reason() -> None:
+    aggregator, parts = make()
+    aggregator.rejected(Rejection("jobset", "team/bad", REASON_INVALID, "bad"))
+    aggregator.rejected(Rejection("node", "n", REASON_MALFORMED, "not an object"))
+    registry = parts["registry"]
+    sample = registry.get_sample_value
+    assert sample("megamon_observation_errors_total", {"kind": "jobset", "reason": "invalid"}) == 1
+    assert sample("megamon_observation_errors_total", {"kind": "node", "reason": "malformed"}) == 1
+
+
+class _DeadWatch(StaticCluster):
+    def alive(self) -> bool:
+        return False
+
+
+def test_a_dead_watch_thread_fails_health() -> None:
+    aggregator, _ = make(cluster=_DeadWatch(ClusterSnapshot(), T0))
+    assert not aggregator.healthy()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_loop_thread_that_died_fails_health() -> None:
+    aggregator, _ = make()
+
+    def fatal() -> bool:
+        raise SystemExit("a loop thread dies of something no boundary catches")
+
+    aggregator._is_leader = fatal
+    aggregator.start()
+    for thread in aggregator._threads:
+        thread.join(10)
+    assert not aggregator.healthy()
+    aggregator._is_leader = lambda: False
+    aggregator.stop()
 
 
 def test_the_loops_run_report_and_stay_healthy_until_stopped() -> None:
