@@ -12,7 +12,9 @@ Pure and clock-free. Integer nanoseconds throughout; means truncate like Go's
 Consecutive events of the same state form one period; the later ones only annotate it (a
 down period that turned failed, or stopped failing). A down period is expected (a planned
 end, not an interruption) when its *first* event says so. Periods shorter than zero — a
-history written across replicas with skewed clocks — count as zero.
+history written across replicas with skewed clocks — count as zero, and durations saturate
+at ``timestamps.MAX_DURATION_NS`` (Go's largest ``time.Duration``) instead of growing past
+what a JSON integer holds.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
 from megamon.domain.summaries import EMPTY_SUMMARY, ProvisioningState, Summary
+from megamon.domain.timestamps import add, elapsed
 
 
 @dataclass(slots=True)
@@ -52,16 +55,16 @@ def _closed_periods(ts: tuple[int, ...], flags: bytes, starts: list[int], t: _To
     """Account every period after the first that was ended by the next period's start."""
     for n in range(2, len(starts)):
         begin, end = starts[n - 1], starts[n]
-        length = max(0, ts[end] - ts[begin])
+        length = elapsed(ts[begin], ts[end])
         if flags[end] & FLAG_UP:  # a down period ended: time to recover
-            t.down_time += length
-            t.total_down += length
+            t.down_time = add(t.down_time, length)
+            t.total_down = add(t.total_down, length)
             t.latest_down = length
             if not flags[begin] & FLAG_EXPECTED_DOWN:
                 t.recoveries += 1
         else:  # an up period ended: time between interruptions
-            t.up_time += length
-            t.total_up += length
+            t.up_time = add(t.up_time, length)
+            t.total_up = add(t.total_up, length)
             t.latest_up = length
             if not flags[end] & FLAG_EXPECTED_DOWN:
                 t.interruptions += 1
@@ -92,14 +95,14 @@ class Settled:
         """The summary at ``now``."""
         if self.last is None:
             return self.base
-        running = self.open_before_last + max(0, now - self.last)
+        running = add(self.open_before_last, elapsed(self.last, now))
         base = self.base
         return Summary(
             down_time_initial=base.down_time_initial,
             interruption_count=base.interruption_count,
             recovery_count=base.recovery_count,
-            down_time=base.down_time + (0 if self.open_up else running),
-            up_time=base.up_time + (running if self.open_up else 0),
+            down_time=add(base.down_time, 0 if self.open_up else running),
+            up_time=add(base.up_time, running if self.open_up else 0),
             total_down_time_between_recovery=base.total_down_time_between_recovery,
             total_up_time_between_interruption=base.total_up_time_between_interruption,
             latest_down_time_between_recovery=base.latest_down_time_between_recovery,
@@ -109,7 +112,7 @@ class Settled:
             provisioning_duration=(
                 base.provisioning_duration
                 if self.provisioning_since is None
-                else max(0, now - self.provisioning_since)
+                else elapsed(self.provisioning_since, now)
             ),
             provisioning_state=base.provisioning_state,
         )
@@ -120,7 +123,7 @@ _NOTHING_SETTLED = Settled(EMPTY_SUMMARY)
 
 def _never_up(ts: tuple[int, ...], flags: bytes) -> Settled:
     """A resource that has not come up yet: still provisioning, or failed to."""
-    so_far = max(0, ts[-1] - ts[0])
+    so_far = elapsed(ts[0], ts[-1])
     if flags[-1] & FLAG_FAILED:
         base = Summary(
             down_time_initial=so_far,
@@ -141,7 +144,7 @@ def settle(record: EventRecord) -> Settled:
     if len(starts) == 1:
         return _never_up(ts, flags)
 
-    provisioned = max(0, ts[starts[1]] - ts[0])
+    provisioned = elapsed(ts[0], ts[starts[1]])
     t = _Totals(down_time=provisioned)
     _closed_periods(ts, flags, starts, t)
     open_begin = starts[-1]
@@ -163,7 +166,7 @@ def settle(record: EventRecord) -> Settled:
     return Settled(
         base,
         open_up=bool(flags[open_begin] & FLAG_UP),
-        open_before_last=max(0, ts[-1] - ts[open_begin]),
+        open_before_last=elapsed(ts[open_begin], ts[-1]),
         last=ts[-1],
     )
 
