@@ -249,8 +249,8 @@ def test_a_leader_losing_its_lease_in_the_middle_of_a_flush(
 ) -> None:
     """Two replicas with leader election. Right after train fails, the leader's write of it is
     held by a 4 s stall, and meanwhile its Lease is taken for 3 s. The leader stops leading
-    with the write in flight; whichever replica leads next reads the history, and the write
-    that lands late is merged by compare-and-swap: train's failure is recorded once.
+    with the write in flight; whichever replica leads next reads the history and records what
+    it still lacks: train's failure is recorded once.
     """
 
     def steal_mid_flush(r: Rig) -> None:
