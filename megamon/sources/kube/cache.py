@@ -130,6 +130,7 @@ class WatchCache(Generic[V]):
     def apply(self, event_type: str, obj: Any) -> None:
         if event_type == EVENT_DELETED:
             key, view = object_key(obj), None
+            self._reported.discard(key)  # a bad object deleted: forget it, and report anew
         else:
             key, view = self._projected(obj)
         with self._lock:
