@@ -86,6 +86,7 @@ class Aggregator:
         is_leader: Callable[[], bool] = lambda: True,
         instruments: Instruments | None = None,
         clock: Callable[[], int] = time.time_ns,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._log = event_log
         self._cluster = cluster
@@ -99,6 +100,7 @@ class Aggregator:
         self._is_leader = is_leader
         self._instruments = instruments or Instruments.unregistered()
         self._clock = clock
+        self._monotonic = monotonic
         self._pools: list[NodePoolView] | None = None
         self._owner_map: dict[str, SliceOwner] | None = None
         self._observed_at: dict[str, int] = {}
@@ -130,7 +132,7 @@ class Aggregator:
             return False
         if not self._cluster.alive():
             return False
-        now = time.monotonic()
+        now = self._monotonic()
         limits = {
             LOOP_POLL: self._intervals.polling,
             LOOP_WORKLOADS: self._intervals.aggregation,
@@ -258,14 +260,22 @@ class Aggregator:
 
     # Loops ---------------------------------------------------------------------------------
 
+    def iterate(self, name: str, step: Callable[[], object]) -> None:
+        """One iteration of loop ``name``. A step that raises is logged and does not count
+        as progress: a loop failing every cycle freezes its data as surely as a dead one,
+        and must fail ``healthy`` after the same stall time. A standby makes progress."""
+        self._progress.setdefault(name, self._monotonic())
+        if self._is_leader():
+            try:
+                step()
+            except Exception:  # the loop's boundary: log, keep the last good report
+                log.exception("%s cycle failed", name)
+                return
+        self._progress[name] = self._monotonic()
+
     def _loop(self, name: str, step: Callable[[], object], wait: Callable[[], object]) -> None:
         while not self._stop.is_set():
-            if self._is_leader():
-                try:
-                    step()
-                except Exception:  # the loop's boundary: log, keep the last good report
-                    log.exception("%s cycle failed", name)
-            self._progress[name] = time.monotonic()
+            self.iterate(name, step)
             wait()
 
     def _wait_for_change(self) -> None:

@@ -258,3 +258,20 @@ def test_a_loop_that_stops_making_progress_fails_health() -> None:
     assert aggregator.healthy()
     aggregator._progress = {"aggregate": time.monotonic() - 3600}
     assert not aggregator.healthy()
+
+
+def test_a_loop_failing_every_cycle_fails_health_like_a_stuck_one() -> None:
+    now = [0.0]
+    aggregator, _ = make()
+    aggregator._monotonic = lambda: now[0]
+
+    def broken() -> None:
+        raise RuntimeError("a bug met on every cycle")
+
+    aggregator.iterate("aggregate", broken)
+    assert aggregator.healthy()  # one failed cycle is not a stall
+    now[0] = 3600.0
+    aggregator.iterate("aggregate", broken)
+    assert not aggregator.healthy()  # an hour of failed cycles: the data is frozen
+    aggregator.iterate("aggregate", lambda: None)
+    assert aggregator.healthy()
