@@ -4,6 +4,7 @@ JSON integer holds (the stdout exporter, ``summarize``, ``report --since 9999999
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import orjson
@@ -14,11 +15,15 @@ from megamon.codec.history import decode_event_file
 from megamon.codec.report import encode_summaries
 from megamon.domain import timestamps
 from megamon.domain.events import FLAG_UP, EventRecord
+from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.errors import EventFileError
 from megamon.publishing.exporters.archives import LocalReportExporter
+from megamon.publishing.exporters.streams import StdoutExporter
 from megamon.recording.appending import MAX_CLOCK_SKEW_NS, next_record
 from megamon.stores.local import LocalEventStore
+from megamon.summary.availability import TimeSplit
+from megamon.summary.report import SettledMemo, build_report
 from megamon.summary.summarizing import summarize
 from test.cli.report.history import NOW_TEXT, fill
 
@@ -67,15 +72,16 @@ def test_a_clock_skew_still_keeps_the_history_ordered() -> None:
     assert next_record(record, DOWN, NOW).timestamps[-1] == ahead
 
 
-def test_summaries_of_the_longest_histories_saturate_and_encode() -> None:
-    # Up and down for 130 years, two thousand times over: totals far past 2^63 ns.
-    ts = tuple(i * (timestamps.MAX_NS // 4000) for i in range(4000))
-    flags = bytes(i % 2 for i in range(4000))
-    summary = summarize(EventRecord.trusted(ts, flags), timestamps.MAX_NS - 1)
-    assert summary.up_time <= timestamps.MAX_DURATION_NS
-    assert summary.down_time <= timestamps.MAX_DURATION_NS
-    encoded = orjson.loads(encode_summaries({"np": summary}))  # no "Integer exceeds 64-bit"
-    assert encoded
+BEYOND = EventRecord.trusted((0, 10**20), bytes((0, FLAG_UP)))
+"""A history no file can hold any more (up in year 5138), as arithmetic on timestamps could
+make one in memory: every duration of it is past what a JSON integer holds."""
+
+
+def test_durations_saturate_instead_of_growing_past_a_json_integer() -> None:
+    summary = summarize(BEYOND, 10**21)
+    assert summary.down_time_initial == timestamps.MAX_DURATION_NS
+    assert summary.up_time == timestamps.MAX_DURATION_NS
+    assert orjson.loads(encode_summaries({"np": summary}))  # no "Integer exceeds 64-bit"
 
 
 def test_report_since_a_duration_longer_than_history_covers_all_of_it(
@@ -88,3 +94,28 @@ def test_report_since_a_duration_longer_than_history_covers_all_of_it(
     assert main(argv) == 0
     everything = orjson.loads(capsys.readouterr().out)
     assert longest["resources"] == everything["resources"]
+
+
+def test_the_stdout_exporter_writes_a_report_whatever_its_durations() -> None:
+    report = build_report(
+        {Kind.NODEPOOL: {"np": UP}},
+        {Kind.NODEPOOL: {"np": BEYOND}},
+        kinds={Kind.NODEPOOL},
+        scheduling={},
+        observed_at={},
+        now=10**21,
+        memo=SettledMemo(),
+    )
+    stream = io.StringIO()
+    StdoutExporter(stream).export(report)  # used to fail every cycle for the whole report
+    assert '"np"' in stream.getvalue()
+
+
+def test_per_kind_totals_of_many_long_lives_saturate() -> None:
+    # 1,000 resources up for 130 years each: 130,000 years, far past 2^63 ns (292 years).
+    life = TimeSplit(up=timestamps.MAX_NS, down=timestamps.MAX_NS)
+    total = TimeSplit()
+    for _ in range(1000):
+        total = total + life
+    assert total.up == total.down == timestamps.MAX_DURATION_NS
+    assert total.availability == 50.0
