@@ -19,6 +19,7 @@ from google.api_core import retry as api_retry
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import container_v1
 
+from megamon.domain.kinds import Kind
 from megamon.domain.labels import GKE_ACCELERATOR_TYPE
 from megamon.domain.rejections import REASON_UNEXPECTED
 from megamon.errors import SourceError
@@ -45,8 +46,6 @@ _FAILURES = (api_exceptions.GoogleAPIError, requests.exceptions.RequestException
 
 
 log = logging.getLogger(__name__)
-
-KIND_NODEPOOL = "nodepool"
 
 
 class NodePoolLister(Protocol):
@@ -131,7 +130,7 @@ class GkeNodePoolLister:
                 unreadable.add(name)
                 if name not in self._unreadable:
                     log.warning("node pool %s skipped: %s: %s", name, type(err).__name__, err)
-                    self._instruments.count_skipped(KIND_NODEPOOL, REASON_UNEXPECTED)
+                    self._instruments.count_skipped(Kind.NODEPOOL.value, REASON_UNEXPECTED)
         self._unreadable = unreadable
         return views
 

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from megamon.domain.kinds import Kind
 from megamon.domain.rejections import Rejection
 from megamon.sources.kube import resources
 from megamon.sources.kube.cache import WatchCache
@@ -19,11 +20,11 @@ from megamon.sources.kube.watching import WatchSettings
 
 KIND_NODE = "node"
 KIND_POD = "pod"
-KIND_JOBSET = "jobset"
-KIND_LEADERWORKERSET = "leaderworkerset"
-KIND_SLICE = "slice"
-"""The ``kind`` label of objects a watch cache skipped (the values of ``Kind`` where they
-coincide, so one JobSet problem is ``kind="jobset"`` wherever it was found)."""
+KIND_JOBSET = Kind.JOBSET.value
+KIND_LEADERWORKERSET = Kind.LEADERWORKERSET.value
+KIND_SLICE = Kind.SLICE.value
+"""The ``kind`` label of objects a watch cache skipped: the values of ``Kind`` where there is
+one, so a JobSet problem is ``kind="jobset"`` wherever it was found."""
 
 
 class ClusterView(Protocol):
