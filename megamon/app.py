@@ -224,6 +224,7 @@ def start(config: Config) -> Service:
         slices=config.SliceEnabled,
         settings=WatchSettings(pause=gc_policy.collector_paused),
         on_change=lambda: aggregator.changed.set(),  # noqa: PLW0108 - aggregator is bound below
+        on_problem=lambda rejection: aggregator.rejected(rejection),  # noqa: PLW0108 - as above
     )
     elector = _elector(config, api)
     is_leader = elector.is_leader if elector is not None else (lambda: True)

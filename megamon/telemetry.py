@@ -18,9 +18,11 @@ from collections.abc import Iterable
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from megamon.domain.kinds import Kind
+from megamon.domain.rejections import REASONS
 
 LABEL_OPERATION = "operation"
 LABEL_KIND = "kind"
+LABEL_REASON = "reason"
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -67,14 +69,21 @@ class Instruments:
         )
         self.observation_errors = Counter(
             f"{prefix}_observation_errors",
-            "Objects skipped because they could not be observed (bad topology, missing "
-            "fields, nodes of unknown node pools); each distinct problem counts once.",
-            [LABEL_KIND],
+            "Objects skipped because they could not be observed (bad topology, missing or "
+            "malformed fields, nodes of unknown node pools), by kind and reason; each "
+            "distinct problem counts once.",
+            [LABEL_KIND, LABEL_REASON],
             registry=registry,
         )
         for kind in kinds:
-            for counter in (self.corrupt_objects, self.store_conflicts, self.observation_errors):
+            for counter in (self.corrupt_objects, self.store_conflicts):
                 counter.labels(kind=kind.value)
+            for reason in sorted(REASONS):
+                self.observation_errors.labels(kind=kind.value, reason=reason)
+
+    def count_skipped(self, kind: str, reason: str) -> None:
+        """One more object of ``kind`` skipped for ``reason`` (a ``REASON_*`` constant)."""
+        self.observation_errors.labels(kind=kind, reason=reason).inc()
 
     @classmethod
     def unregistered(cls, prefix: str = "megamon") -> Instruments:

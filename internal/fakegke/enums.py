@@ -121,8 +121,14 @@ def _encode_at(node: Any, path: tuple[str, ...], table: dict[str, int]) -> None:
 
 
 def status_problem(status: object) -> str | None:
-    """Why ``status`` is not a v1 NodePool.Status name, or ``None`` when it is one."""
+    """Why ``status`` is not a v1 NodePool.Status name, or ``None`` when it is one.
+
+    A number that is not one of the table's (``"status": 99``) is accepted and sent as it
+    is: it is what GKE sends for a status added after the client was built, which a client
+    must survive."""
     if isinstance(status, str) and status in NODE_POOL_STATUS:
+        return None
+    if type(status) is int and status not in NODE_POOL_STATUS.values():
         return None
     hint = " (GKE reports a node pool being deleted as STOPPING)" if status == "DELETING" else ""
     return f"invalid node pool status {status!r}{hint}; expected one of {sorted(NODE_POOL_STATUS)}"

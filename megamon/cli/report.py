@@ -112,7 +112,7 @@ def parse_since(text: str | None, now: int) -> int | None:
         return None
     duration = parse_duration(text)
     if duration is not None:
-        since = now - duration
+        since = max(timestamps.MIN_NS, now - duration)  # longer than history: all of it
     else:
         try:
             since = timestamps.parse(text)

@@ -5,6 +5,12 @@ duration megamon reports must match it to the nanosecond. So timestamps live in 
 ``int`` nanoseconds and are only turned into text here, in the Go ``time.RFC3339Nano`` layout:
 UTC, a trailing ``Z``, and a fraction of up to nine digits with trailing zeros removed
 (``2026-05-04T18:30:00Z``, ``2026-05-04T18:23:24.1234Z``).
+
+Only timestamps in [1970, 2100) are accepted (``MIN_NS``, ``MAX_NS``): one event stamped in
+year 9999 would otherwise become the floor of every later event of its key (events are never
+stamped before the last one) and push durations past what Go's ``time.Duration`` and a JSON
+integer hold. Within that horizon no single duration comes near 2⁶³ ns (292 years); sums of
+many are saturated at ``MAX_DURATION_NS`` by ``add``, never overflowing.
 """
 
 from __future__ import annotations
@@ -24,8 +30,47 @@ _RFC3339 = re.compile(
 )
 
 
+MIN_NS = 0
+"""1970-01-01T00:00:00Z: nothing megamon observes happened earlier."""
+MAX_NS = 4_102_444_800 * NANOS_PER_SECOND
+"""2100-01-01T00:00:00Z, the horizon: later is a typo or an attack, not an observation."""
+MAX_DURATION_NS = 2**63 - 1
+"""The longest duration (Go's ``time.Duration``, a signed 64-bit integer of nanoseconds)."""
+
+
 class TimestampError(ValueError):
-    """Text that is not an RFC 3339 timestamp with at most nine fractional digits."""
+    """Text that is not an RFC 3339 timestamp with at most nine fractional digits, or one
+    outside [1970, 2100)."""
+
+
+def check(ns: int, text: object = None) -> int:
+    """``ns`` when it is within the horizon, else a ``TimestampError`` naming it."""
+    if MIN_NS <= ns < MAX_NS:
+        return ns
+    shown = text if text is not None else ns
+    if ns < MIN_NS:
+        raise TimestampError(f"{shown!r} is before 1970-01-01T00:00:00Z")
+    raise TimestampError(f"{shown!r} is beyond the horizon 2100-01-01T00:00:00Z")
+
+
+def saturated(ns: int) -> int:
+    """A duration clipped to [0, ``MAX_DURATION_NS``]."""
+    return 0 if ns < 0 else min(ns, MAX_DURATION_NS)
+
+
+def add(a: int, b: int) -> int:
+    """``a + b`` of two durations, saturating at ``MAX_DURATION_NS`` instead of overflowing
+    (two arguments, no ``min``: the summarizer calls it per period)."""
+    total = a + b
+    return total if total <= MAX_DURATION_NS else MAX_DURATION_NS
+
+
+def elapsed(start: int, end: int) -> int:
+    """``end - start``, zero when negative (skewed clocks), saturated when huge."""
+    length = end - start
+    if length < 0:
+        return 0
+    return length if length <= MAX_DURATION_NS else MAX_DURATION_NS
 
 
 _FRACTION_SCALE = (0, 10**8, 10**7, 10**6, 10**5, 10**4, 10**3, 10**2, 10, 1)
@@ -65,7 +110,12 @@ def _fast_utc(text: str) -> int | None:
 
 
 def parse(text: str) -> int:
-    """Nanoseconds since the epoch of an RFC 3339 timestamp (any offset, 0–9 fraction digits)."""
+    """Nanoseconds since the epoch of an RFC 3339 timestamp (any offset, 0–9 fraction
+    digits) within [1970, 2100); anything else is a ``TimestampError``."""
+    return check(_parse(text), text)
+
+
+def _parse(text: str) -> int:
     fast = _fast_utc(text)
     if fast is not None:
         return fast
@@ -88,13 +138,25 @@ def parse(text: str) -> int:
     return seconds * NANOS_PER_SECOND + nanos
 
 
+_MIN_TEXT_NS = -62_135_596_800 * NANOS_PER_SECOND
+"""0001-01-01T00:00:00Z, the first instant RFC 3339 can write."""
+
+
 @lru_cache(maxsize=1 << 16)
 def _utc_text(seconds: int) -> str:
     return (_NAIVE_EPOCH + timedelta(seconds=seconds)).isoformat()
 
 
+_MAX_TEXT_NS = 253_402_300_799 * NANOS_PER_SECOND + NANOS_PER_SECOND - 1
+"""9999-12-31T23:59:59.999999999Z, the last instant RFC 3339 can write."""
+
+
 def format_ns(ns: int) -> str:
-    """The Go ``RFC3339Nano`` text of a timestamp, always in UTC with a trailing ``Z``."""
+    """The Go ``RFC3339Nano`` text of a timestamp, always in UTC with a trailing ``Z``.
+
+    Never raises: an instant RFC 3339 cannot write (before year 1 or after 9999, which only
+    arithmetic on a timestamp could make) is written as the nearest one it can."""
+    ns = min(max(ns, _MIN_TEXT_NS), _MAX_TEXT_NS)
     seconds, nanos = divmod(ns, NANOS_PER_SECOND)
     text = _utc_text(seconds)
     if nanos:

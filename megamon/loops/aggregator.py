@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
+from megamon.domain.rejections import Rejection
 from megamon.domain.reports import Report
 from megamon.errors import MegamonError
 from megamon.observing.cluster import (
@@ -83,6 +84,7 @@ class Aggregator:
         instruments: Instruments | None = None,
         memos: Memos | None = None,
         clock: Callable[[], int] = time.time_ns,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._log = event_log
         self._cluster = cluster
@@ -95,6 +97,7 @@ class Aggregator:
         self._is_leader = is_leader
         self._instruments = instruments or Instruments.unregistered()
         self._clock = clock
+        self._monotonic = monotonic
         self._pools: list[NodePoolView] | None = None
         self._observed_at: dict[str, int] = {}
         self._report: Report | None = None
@@ -120,8 +123,13 @@ class Aggregator:
         return self._log.store.describe()
 
     def healthy(self) -> bool:
-        """Every running loop has finished an iteration recently."""
-        now = time.monotonic()
+        """Every loop thread and watch thread runs, and every loop has finished an iteration
+        recently: a thread that died, or one stuck, freezes data behind a healthy probe."""
+        if not self._stop.is_set() and not all(t.is_alive() for t in self._threads):
+            return False
+        if not self._cluster.alive():
+            return False
+        now = self._monotonic()
         limits = {
             LOOP_POLL: self._intervals.polling,
             LOOP_WORKLOADS: self._intervals.aggregation,
@@ -151,8 +159,13 @@ class Aggregator:
         for problem in problems:
             if problem not in self._problems_seen:
                 self._problems_seen.add(problem)
-                self._instruments.observation_errors.labels(kind=problem.kind.value).inc()
-                log.warning("skipped %s", problem)
+                self._instruments.count_skipped(problem.kind.value, problem.reason)
+                log.warning("skipped (%s) %s", problem.reason, problem)
+
+    def rejected(self, rejection: Rejection) -> None:
+        """A source skipped one object (a watch cache, the node pool lister): count it. The
+        source has logged it, once per object."""
+        self._instruments.count_skipped(rejection.kind, rejection.reason)
 
     def _workload_batch(
         self, snapshot: ClusterSnapshot, now: int
@@ -229,14 +242,22 @@ class Aggregator:
 
     # Loops ---------------------------------------------------------------------------------
 
+    def iterate(self, name: str, step: Callable[[], object]) -> None:
+        """One iteration of loop ``name``. A step that raises is logged and does not count
+        as progress: a loop failing every cycle freezes its data as surely as a dead one,
+        and must fail ``healthy`` after the same stall time. A standby makes progress."""
+        self._progress.setdefault(name, self._monotonic())
+        if self._is_leader():
+            try:
+                step()
+            except Exception:  # the loop's boundary: log, keep the last good report
+                log.exception("%s cycle failed", name)
+                return
+        self._progress[name] = self._monotonic()
+
     def _loop(self, name: str, step: Callable[[], object], wait: Callable[[], object]) -> None:
         while not self._stop.is_set():
-            if self._is_leader():
-                try:
-                    step()
-                except Exception:  # the loop's boundary: log, keep the last good report
-                    log.exception("%s cycle failed", name)
-            self._progress[name] = time.monotonic()
+            self.iterate(name, step)
             wait()
 
     def _wait_for_change(self) -> None:

@@ -9,7 +9,26 @@ from typing import Generic, TypeVar
 
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
+from megamon.domain.rejections import (
+    REASON_INVALID,
+    REASON_MALFORMED,
+    REASON_UNEXPECTED,
+    REASON_UNKNOWN_NODEPOOL,
+)
 from megamon.domain.rules.readiness import DEFAULT_UNKNOWN_GRACE_NS
+from megamon.errors import ObservationError
+
+__all__ = [
+    "REASON_INVALID",
+    "REASON_MALFORMED",
+    "REASON_UNEXPECTED",
+    "REASON_UNKNOWN_NODEPOOL",
+    "Observed",
+    "Problem",
+    "Reuse",
+    "Settings",
+    "problem_of",
+]
 
 
 @dataclass(frozen=True)
@@ -32,9 +51,19 @@ class Problem:
     kind: Kind
     subject: str
     message: str
+    reason: str = REASON_INVALID
+    """One of the ``REASON_*`` constants: the ``reason`` label it is counted under."""
 
     def __str__(self) -> str:
         return f"{self.kind} {self.subject}: {self.message}"
+
+
+def problem_of(kind: Kind, subject: str, err: Exception) -> Problem:
+    """The problem an observer's error is: ``invalid`` for an ``ObservationError``, else
+    ``unexpected`` — either way one object is skipped, never the whole cycle."""
+    if isinstance(err, ObservationError):
+        return Problem(kind, subject, str(err))
+    return Problem(kind, subject, f"{type(err).__name__}: {err}", REASON_UNEXPECTED)
 
 
 @dataclass

@@ -16,7 +16,14 @@ from megamon.domain.observations import Attrs, Observation
 from megamon.domain.rules import tpu
 from megamon.domain.rules.readiness import Readiness, node_readiness
 from megamon.errors import ObservationError
-from megamon.observing.common import Observed, Problem, Reuse, Settings
+from megamon.observing.common import (
+    REASON_UNKNOWN_NODEPOOL,
+    Observed,
+    Problem,
+    Reuse,
+    Settings,
+    problem_of,
+)
 from megamon.sources.gke.views import EXPECTED_DOWN_STATUSES, FAILED_STATUSES, NodePoolView
 from megamon.sources.kube.projections import NodeView
 
@@ -112,8 +119,8 @@ def observe_nodepools(
                 continue
             try:
                 topology, expected = _size(pool, members)
-            except ObservationError as err:
-                result.problems.append(Problem(Kind.NODEPOOL, pool.name, str(err)))
+            except Exception as err:  # one object, never the cycle
+                result.problems.append(problem_of(Kind.NODEPOOL, pool.name, err))
                 continue
             ready, unknown = _count(members, now, settings)
             accelerator = pool.accelerator or next((n.accelerator for n in members), "")
@@ -127,6 +134,7 @@ def observe_nodepools(
                 name or "(no gke-nodepool label)",
                 f"{len(orphans)} TPU node(s) name this node pool, which GKE does not list; "
                 "not counted",
+                REASON_UNKNOWN_NODEPOOL,
             )
         )
     return result

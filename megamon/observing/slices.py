@@ -15,8 +15,7 @@ from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
 from megamon.domain.owners import SliceOwner
 from megamon.domain.rules import tpu
-from megamon.errors import ObservationError
-from megamon.observing.common import Observed, Problem, Settings
+from megamon.observing.common import Observed, Settings, problem_of
 from megamon.sources.kube.projections import JobSetView, LwsView, SliceView
 
 
@@ -63,8 +62,8 @@ def observe_slices(
         )
         try:
             attrs = _attrs(sl.name, owner)
-        except ObservationError as err:
-            result.problems.append(Problem(Kind.SLICE, sl.name, str(err)))
+        except Exception as err:  # one object, never the cycle
+            result.problems.append(problem_of(Kind.SLICE, sl.name, err))
             continue
         new_map[sl.name] = owner
         ready = 1 if sl.ready_status == labels.TRUE and not sl.terminating else 0

@@ -10,8 +10,7 @@ from megamon.domain import labels
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
 from megamon.domain.rules import tpu
-from megamon.errors import ObservationError
-from megamon.observing.common import Observed, Problem, Reuse, Settings
+from megamon.observing.common import Observed, Reuse, Settings, problem_of
 from megamon.observing.nodepools import _count
 from megamon.sources.kube.projections import JobSetView, LwsView, NodeView, TpuSelector
 
@@ -73,8 +72,8 @@ def observe_jobsets(jobsets: Iterable[JobSetView], settings: Settings) -> Observ
             try:
                 inputs = (js, settings)
                 observation = reuse(js.uid, inputs, partial(_jobset_observation, *inputs))
-            except ObservationError as err:
-                result.problems.append(Problem(Kind.JOBSET, _subject(js), str(err)))
+            except Exception as err:  # one object, never the cycle
+                result.problems.append(problem_of(Kind.JOBSET, _subject(js), err))
                 continue
             result.observations[js.uid] = observation
     return result
@@ -110,8 +109,8 @@ def observe_jobset_nodes(
             inputs = (js, ready, unknown, settings)
             try:
                 observation = reuse(js.uid, inputs, partial(_jobset_nodes_observation, *inputs))
-            except ObservationError as err:
-                result.problems.append(Problem(Kind.JOBSET_NODES, _subject(js), str(err)))
+            except Exception as err:  # one object, never the cycle
+                result.problems.append(problem_of(Kind.JOBSET_NODES, _subject(js), err))
                 continue
             result.observations[js.uid] = observation
     return result
@@ -143,9 +142,9 @@ def observe_leaderworkersets(lwss: Iterable[LwsView], settings: Settings) -> Obs
             try:
                 inputs = (lws, settings)
                 observation = reuse(lws.uid, inputs, partial(_lws_observation, *inputs))
-            except ObservationError as err:
+            except Exception as err:  # one object, never the cycle
                 subject = f"{lws.namespace}/{lws.name}"
-                result.problems.append(Problem(Kind.LEADERWORKERSET, subject, str(err)))
+                result.problems.append(problem_of(Kind.LEADERWORKERSET, subject, err))
                 continue
             result.observations[lws.uid] = observation
     return result

@@ -9,7 +9,11 @@ back; nothing is mutated, read from the clock or logged.
 
 An event is never stamped earlier than the record's last event: with clock skew between
 replicas, a ``now`` behind the history is raised to the last timestamp, so the history stays
-ordered and no period comes out negative.
+ordered and no period comes out negative. Only within ``MAX_CLOCK_SKEW_NS``, though: a last
+event further ahead of ``now`` than any clock skew is a bad timestamp, not a skew, and
+following it would stamp every later event of the key at that time for good (one event in
+year 9999 poisoning the key's whole future). The new event then gets ``now``; the summarizer
+counts the impossible period as zero and ``anomalies`` names it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,16 @@ from dataclasses import dataclass, field
 
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
 from megamon.domain.observations import Observation
+
+MAX_CLOCK_SKEW_NS = 3600 * 1_000_000_000
+"""One hour: far more than replicas' clocks disagree, far less than a bad timestamp is off."""
+
+
+def stamp(now: int, last: int) -> int:
+    """When an event observed at ``now`` happened, given the record's ``last`` event."""
+    if now < last <= now + MAX_CLOCK_SKEW_NS:
+        return last
+    return now
 
 
 def _down_flags(observation: Observation) -> int:
@@ -44,7 +58,7 @@ def next_record(record: EventRecord | None, observation: Observation, now: int) 
         return record
     new_flags = FLAG_UP if observation.up else _down_flags(observation)
     return EventRecord.trusted(
-        (*record.timestamps, max(now, last_ts)), record.flags + bytes((new_flags,))
+        (*record.timestamps, stamp(now, last_ts)), record.flags + bytes((new_flags,))
     )
 
 

@@ -15,6 +15,12 @@ an allowed token for ``allowed_ttl`` (30 s), a refused one for ``denied_ttl`` (5
 freshly granted role works almost at once). A revoked token or role therefore keeps working
 for at most ``allowed_ttl``. When the API cannot answer, the scrape gets 503, not 500 and
 never a guess, and the failure is not cached, so the next scrape asks again.
+
+The cache alone does not protect the API server from a caller who sprays distinct tokens
+(each one a miss): reviews are therefore rate-limited by a token bucket (``review_rate`` per
+second, bursts of ``review_burst``), and a scrape that would exceed it gets 503 with
+``Retry-After`` without asking. Concurrent scrapes with the same token share one review.
+Prometheus scrapes with one token, so it is never limited once its verdict is cached.
 """
 
 from __future__ import annotations
@@ -38,6 +44,10 @@ ALLOWED_TTL_SECONDS = 30.0
 DENIED_TTL_SECONDS = 5.0
 MAX_CACHED_TOKENS = 1024
 """Enough for every scraper of a fleet; bounds memory if someone sprays random tokens."""
+REVIEW_RATE_PER_SECOND = 5.0
+REVIEW_BURST = 20
+"""New tokens reviewed at most 5 a second after a burst of 20: ample for every scraper of a
+fleet, and two API calls each, never thousands."""
 REVIEW_TIMEOUT_SECONDS = 5.0
 """Per review request: two of them fit in Prometheus's default 10 s scrape timeout."""
 _MAX_TOKEN_LENGTH = 16 * 1024
@@ -126,6 +136,28 @@ class _Cache:
             return len(self._entries)
 
 
+class _Bucket:
+    """A token bucket: ``take`` succeeds at most ``rate`` times a second after ``burst``."""
+
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float]) -> None:
+        self._rate = rate
+        self._burst = float(burst)
+        self._tokens = float(burst)
+        self._clock = clock
+        self._last = clock()
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._rate)
+            self._last = now
+            if self._tokens < 1.0:
+                return False
+            self._tokens -= 1.0
+            return True
+
+
 class _Unavailable(Exception):
     """The API did not answer a review; the message is one line, free of the token."""
 
@@ -148,6 +180,8 @@ class KubeGuard:
         denied_ttl: float = DENIED_TTL_SECONDS,
         max_entries: int = MAX_CACHED_TOKENS,
         timeout: float = REVIEW_TIMEOUT_SECONDS,
+        review_rate: float = REVIEW_RATE_PER_SECOND,
+        review_burst: int = REVIEW_BURST,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._authn = k8s.AuthenticationV1Api(api_client)
@@ -158,6 +192,11 @@ class KubeGuard:
         self._denied_ttl = denied_ttl
         self._timeout = timeout
         self._cache = _Cache(max_entries, clock)
+        self._bucket = _Bucket(review_rate, review_burst, clock)
+        self._pending: dict[bytes, threading.Lock] = {}
+        self._pending_lock = threading.Lock()
+        self.reviews = 0
+        """TokenReviews sent so far (for tests and debugging)."""
 
     def check(self, authorization: str | None) -> Verdict:
         """The verdict for this ``Authorization`` header, from the cache or the API."""
@@ -168,6 +207,21 @@ class KubeGuard:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
+        with self._pending_lock:
+            lock = self._pending.setdefault(key, threading.Lock())
+        with lock:  # concurrent scrapes with one token: the first reviews, the others read
+            try:
+                cached = self._cache.get(key)
+                return cached if cached is not None else self._decide(key, token)
+            finally:
+                with self._pending_lock:
+                    self._pending.pop(key, None)
+
+    def _decide(self, key: bytes, token: str) -> Verdict:
+        """Review ``token`` if the rate allows, and cache the verdict."""
+        if not self._bucket.take():
+            log.debug("metrics auth: review rate exceeded; answering 503")
+            return Verdict(Outcome.UNAVAILABLE, "too many new tokens to check; try again")
         try:
             verdict = self._review(token)
         except _Unavailable as err:
@@ -186,6 +240,7 @@ class KubeGuard:
 
     def _review(self, token: str) -> Verdict:
         """A TokenReview, then (if the token is good) a SubjectAccessReview."""
+        self.reviews += 1
         review = self._call(
             "TokenReview",
             token,

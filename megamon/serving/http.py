@@ -1,9 +1,14 @@
 """The HTTP side: ``/metrics`` for Prometheus, ``/healthz`` and ``/readyz`` for the kubelet.
 
-The standard library's ``ThreadingHTTPServer`` is enough for a handful of scrapers and
-probes, and keeps the service free of a web framework. Each server runs in its own daemon
-thread; ``stop()`` shuts it down, closes the socket and joins the serving thread and any
-request still in flight, so tests and restarts get their port back at once.
+The standard library's ``HTTPServer`` is enough for a handful of scrapers and probes, and
+keeps the service free of a web framework. Each server accepts in its own daemon thread and
+serves connections from a bounded pool (``Limits``): at most ``workers`` at once and
+``backlog`` more waiting; a connection beyond that is closed at once, so a flood of clients
+costs sockets for an instant, never a thread each. Every connection has a deadline (TLS
+handshake, request and response together): a slow or silent client is cut off when it
+passes, so it cannot hold a worker for ever by trickling bytes. ``stop()`` shuts the server
+down, cuts what is still in flight, and joins every thread, so tests and restarts get their
+port back at once.
 
 Addresses are written as in the Go megamon's configuration (``MetricsAddr``, ``ProbeAddr``):
 ``host:port``, ``:port`` for every interface, ``[v6]:port`` for IPv6, port 0 for an
@@ -22,6 +27,7 @@ HTTP: the kubelet probes without credentials.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import ipaddress
 import logging
@@ -30,10 +36,12 @@ import socketserver
 import ssl
 import sys
 import threading
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
@@ -50,8 +58,24 @@ METRICS_PATH = "/metrics"
 HEALTHZ_PATH = "/healthz"
 READYZ_PATH = "/readyz"
 
-_REQUEST_TIMEOUT_SECONDS = 30.0
-"""A stalled client cannot hold a request thread (and so ``stop()``) longer than this."""
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How much of the process one server's clients may hold."""
+
+    workers: int = 8
+    """Connections served at once."""
+    backlog: int = 16
+    """Connections accepted and waiting for a worker; more are closed at once."""
+    deadline: float = 20.0
+    """Seconds a connection may take from accept to the last byte of the answer (TLS
+    handshake included): more than Prometheus's 10 s scrape timeout, less than any client
+    should need to hold a worker."""
+
+
+METRICS_LIMITS = Limits()
+PROBE_LIMITS = Limits(workers=2, backlog=8, deadline=5.0)
+"""The kubelet probes one at a time, with a timeout of seconds."""
 _POLL_SECONDS = 0.1
 """How often the serving loop checks for ``stop()``: the longest ``stop()`` waits for it."""
 _GZIP_LEVEL = 1
@@ -107,22 +131,100 @@ def parse_addr(addr: str) -> ListenAddress:
     return ListenAddress(host, int(port_text))
 
 
-class _Server(ThreadingHTTPServer):
-    """A threading HTTP(S) server on a parsed address that joins its request threads on close."""
+def _cut(sock: socket.socket) -> None:
+    """Wake whatever blocks on ``sock`` (reading, writing, a TLS handshake) with an error.
 
-    daemon_threads = True
-    block_on_close = True
+    The plain socket's ``shutdown``, also for a TLS socket: it acts on the file descriptor
+    only, without touching the TLS state another thread is using."""
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+class _Deadlines:
+    """Cuts connections that outlive their deadline; one thread for all of them."""
+
+    def __init__(self, poll: float = _POLL_SECONDS) -> None:
+        self._due: dict[socket.socket, float] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._poll = poll
+        self._thread = threading.Thread(target=self._run, name="http-deadlines", daemon=True)
+        self._thread.start()
+
+    def watch(self, sock: socket.socket, due: float) -> None:
+        with self._lock:
+            self._due[sock] = due
+
+    def forget(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._due.pop(sock, None)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._poll):
+            now = time.monotonic()
+            with self._lock:
+                late = [sock for sock, due in self._due.items() if due <= now]
+                for sock in late:
+                    del self._due[sock]
+            for sock in late:
+                log.debug("http: a client passed its deadline; connection cut")
+                _cut(sock)
+
+    def close(self) -> None:
+        """Cut every connection still watched and stop the thread."""
+        self._stop.set()
+        self._thread.join()
+        with self._lock:
+            socks, self._due = list(self._due), {}
+        for sock in socks:
+            _cut(sock)
+
+
+class _Server(HTTPServer):
+    """An HTTP(S) server on a parsed address serving connections from a bounded pool."""
 
     def __init__(
         self,
         address: ListenAddress,
         handler: type[BaseHTTPRequestHandler],
         tls: ssl.SSLContext | None = None,
+        limits: Limits = METRICS_LIMITS,
     ) -> None:
         self.address_family = address.family
         self._dual_stack = address.host == "" and address.family == socket.AF_INET6
         self._tls = tls
+        self._limits = limits
+        self._slots = threading.BoundedSemaphore(limits.workers + limits.backlog)
+        self._pool = ThreadPoolExecutor(limits.workers, thread_name_prefix="http")
+        self._deadlines = _Deadlines()
+        self.dropped = 0
+        """Connections closed at once because every worker and backlog slot was taken."""
         super().__init__((address.bind_host, address.port), handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        # On the accepting thread: no I/O here but closing a connection there is no room for.
+        if not self._slots.acquire(blocking=False):
+            self.dropped += 1
+            log.debug("http: every worker busy; connection from %s closed", client_address)
+            self.shutdown_request(request)
+            return
+        self._deadlines.watch(request, time.monotonic() + self._limits.deadline)
+        self._pool.submit(self._serve, request, client_address)
+
+    def _serve(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
+        finally:
+            self._deadlines.forget(request)
+            self.shutdown_request(request)
+            self._slots.release()
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._deadlines.close()  # cuts what is in flight, so the pool drains at once
+        self._pool.shutdown(wait=True)
 
     def get_request(self) -> tuple[socket.socket, Any]:
         # Wrapping does no I/O; the handshake waits for the request thread (finish_request).
@@ -139,8 +241,8 @@ class _Server(ThreadingHTTPServer):
             raise
 
     def finish_request(self, request: Any, client_address: Any) -> None:
+        request.settimeout(self._limits.deadline)
         if isinstance(request, ssl.SSLSocket):
-            request.settimeout(_REQUEST_TIMEOUT_SECONDS)
             try:
                 request.do_handshake()
             except OSError as err:
@@ -171,7 +273,6 @@ class _Handler(BaseHTTPRequestHandler):
     """Routes GET and HEAD by exact path to ``routes``; everything else is 404."""
 
     routes: dict[str, _Route] = {}
-    timeout = _REQUEST_TIMEOUT_SECONDS
     server_version = "megamon"
 
     def do_GET(self) -> None:
@@ -224,11 +325,16 @@ class _Background:
     """One server in one daemon thread: ``start``, ``stop``, ``port``, ``url``, ``with``."""
 
     def __init__(
-        self, addr: str, routes: dict[str, _Route], tls: ssl.SSLContext | None = None
+        self,
+        addr: str,
+        routes: dict[str, _Route],
+        tls: ssl.SSLContext | None = None,
+        limits: Limits = METRICS_LIMITS,
     ) -> None:
         self._address = parse_addr(addr)
         self._handler: type[_Handler] = type("Handler", (_Handler,), {"routes": routes})
         self._tls = tls
+        self._limits = limits
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -236,7 +342,7 @@ class _Background:
         """Bind and serve in a daemon thread; ``OSError`` if the address cannot be bound."""
         if self._server is not None:
             raise RuntimeError(f"{type(self).__name__} already started")
-        self._server = _Server(self._address, self._handler, self._tls)
+        self._server = _Server(self._address, self._handler, self._tls, self._limits)
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             args=(_POLL_SECONDS,),
@@ -263,6 +369,11 @@ class _Background:
         if self._server is None:
             raise RuntimeError(f"{type(self).__name__} is not started")
         return self._server.server_port
+
+    @property
+    def dropped(self) -> int:
+        """Connections closed unserved because every worker and backlog slot was taken."""
+        return self._server.dropped if self._server is not None else 0
 
     @property
     def url(self) -> str:
@@ -312,12 +423,13 @@ class MetricsServer(_Background):
         *,
         tls: ssl.SSLContext | None = None,
         guard: Guard | None = None,
+        limits: Limits = METRICS_LIMITS,
     ) -> None:
         if guard is not None and tls is None:
             raise ValueError("a metrics guard needs TLS: bearer tokens must not travel in clear")
         self._registry = registry
         self._guard = guard
-        super().__init__(addr, {METRICS_PATH: self._metrics}, tls)
+        super().__init__(addr, {METRICS_PATH: self._metrics}, tls, limits)
 
     def _metrics(self, request: _Handler) -> _Answer:
         if self._guard is not None:
@@ -360,13 +472,16 @@ def _refusal(guard: Guard, authorization: str | None) -> _Answer | None:
 class ProbeServer(_Background):
     """``/healthz`` (liveness) and ``/readyz`` (readiness): 200 "ok", or 503 and the reason."""
 
-    def __init__(self, addr: str, healthy: Check, ready: Check) -> None:
+    def __init__(
+        self, addr: str, healthy: Check, ready: Check, *, limits: Limits = PROBE_LIMITS
+    ) -> None:
         super().__init__(
             addr,
             {
                 HEALTHZ_PATH: lambda _request: self._probe("healthy", healthy),
                 READYZ_PATH: lambda _request: self._probe("ready", ready),
             },
+            limits=limits,
         )
 
     @staticmethod

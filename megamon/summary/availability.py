@@ -67,6 +67,7 @@ from typing import NamedTuple
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
 from megamon.domain.kinds import Kind
 from megamon.domain.summaries import ProvisioningState
+from megamon.domain.timestamps import add
 from megamon.summary.summarizing import summarize
 
 ACCELERATOR_ATTR = "tpuAccelerator"
@@ -161,11 +162,11 @@ class TimeSplit:
 
     def __add__(self, other: TimeSplit) -> TimeSplit:
         return TimeSplit(
-            up=self.up + other.up,
-            down=self.down + other.down,
-            failed=self.failed + other.failed,
-            expected_down=self.expected_down + other.expected_down,
-            provisioning=self.provisioning + other.provisioning,
+            up=add(self.up, other.up),
+            down=add(self.down, other.down),
+            failed=add(self.failed, other.failed),
+            expected_down=add(self.expected_down, other.expected_down),
+            provisioning=add(self.provisioning, other.provisioning),
         )
 
     @property
@@ -187,7 +188,7 @@ class Incidents:
         return Incidents(
             self.interruptions + other.interruptions,
             self.recoveries + other.recoveries,
-            self.recovered_down_time + other.recovered_down_time,
+            add(self.recovered_down_time, other.recovered_down_time),
         )
 
 

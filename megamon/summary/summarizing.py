@@ -26,14 +26,7 @@ from dataclasses import dataclass
 
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
 from megamon.domain.summaries import EMPTY_SUMMARY, ProvisioningState, Summary
-
-MAX_DURATION = (1 << 63) - 1
-"""Go's ``math.MaxInt64`` nanoseconds: where ``time.Time.Sub`` saturates."""
-
-
-def _sat(duration: int) -> int:
-    """A non-negative duration, saturated at ``MAX_DURATION``."""
-    return duration if duration <= MAX_DURATION else MAX_DURATION
+from megamon.domain.timestamps import add, elapsed, saturated
 
 
 @dataclass(slots=True)
@@ -64,16 +57,16 @@ def _closed_periods(ts: tuple[int, ...], flags: bytes, starts: list[int], t: _To
     """Account every period after the first that was ended by the next period's start."""
     for n in range(2, len(starts)):
         begin, end = starts[n - 1], starts[n]
-        length = max(0, ts[end] - ts[begin])
+        length = elapsed(ts[begin], ts[end])
         if flags[end] & FLAG_UP:  # a down period ended: time to recover
-            t.down_time += length
-            t.total_down += length
+            t.down_time = add(t.down_time, length)
+            t.total_down = add(t.total_down, length)
             t.latest_down = length
             if not flags[begin] & FLAG_EXPECTED_DOWN:
                 t.recoveries += 1
         else:  # an up period ended: time between interruptions
-            t.up_time += length
-            t.total_up += length
+            t.up_time = add(t.up_time, length)
+            t.total_up = add(t.total_up, length)
             t.latest_up = length
             if not flags[end] & FLAG_EXPECTED_DOWN:
                 t.interruptions += 1
@@ -104,14 +97,14 @@ class Settled:
         """The summary at ``now``."""
         if self.last is None:
             return self.base
-        running = self.open_before_last + max(0, now - self.last)
+        running = add(self.open_before_last, elapsed(self.last, now))
         base = self.base
         return Summary(
             down_time_initial=base.down_time_initial,
             interruption_count=base.interruption_count,
             recovery_count=base.recovery_count,
-            down_time=_sat(base.down_time + (0 if self.open_up else running)),
-            up_time=_sat(base.up_time + (running if self.open_up else 0)),
+            down_time=add(base.down_time, 0 if self.open_up else running),
+            up_time=add(base.up_time, running if self.open_up else 0),
             total_down_time_between_recovery=base.total_down_time_between_recovery,
             total_up_time_between_interruption=base.total_up_time_between_interruption,
             latest_down_time_between_recovery=base.latest_down_time_between_recovery,
@@ -121,7 +114,7 @@ class Settled:
             provisioning_duration=(
                 base.provisioning_duration
                 if self.provisioning_since is None
-                else _sat(max(0, now - self.provisioning_since))
+                else elapsed(self.provisioning_since, now)
             ),
             provisioning_state=base.provisioning_state,
         )
@@ -137,7 +130,7 @@ def _never_up(ts: tuple[int, ...], flags: bytes) -> Settled:
     never came up, failed or not (the Go megamon's ``DownTimeInitial`` is only set by an up);
     the time spent trying is ``downTime`` and ``provisioningDuration``.
     """
-    so_far = _sat(max(0, ts[-1] - ts[0]))
+    so_far = elapsed(ts[0], ts[-1])
     if flags[-1] & FLAG_FAILED:
         base = Summary(
             provisioning_duration=so_far,
@@ -157,21 +150,21 @@ def settle(record: EventRecord) -> Settled:
     if len(starts) == 1:
         return _never_up(ts, flags)
 
-    provisioned = _sat(max(0, ts[starts[1]] - ts[0]))
+    provisioned = elapsed(ts[0], ts[starts[1]])
     t = _Totals(down_time=provisioned)
     _closed_periods(ts, flags, starts, t)
     open_begin = starts[-1]
-    total_down, total_up = _sat(t.total_down), _sat(t.total_up)
+    total_down, total_up = saturated(t.total_down), saturated(t.total_up)
     base = Summary(
         down_time_initial=provisioned,
         interruption_count=t.interruptions,
         recovery_count=t.recoveries,
-        down_time=_sat(t.down_time),
-        up_time=_sat(t.up_time),
+        down_time=saturated(t.down_time),
+        up_time=saturated(t.up_time),
         total_down_time_between_recovery=total_down,
         total_up_time_between_interruption=total_up if t.interruptions else 0,
-        latest_down_time_between_recovery=_sat(t.latest_down),
-        latest_up_time_between_interruption=_sat(t.latest_up),
+        latest_down_time_between_recovery=saturated(t.latest_down),
+        latest_up_time_between_interruption=saturated(t.latest_up),
         mean_down_time_between_recovery=total_down // t.recoveries if t.recoveries else 0,
         mean_up_time_between_interruption=total_up // t.interruptions if t.interruptions else 0,
         provisioning_duration=provisioned,
@@ -180,7 +173,7 @@ def settle(record: EventRecord) -> Settled:
     return Settled(
         base,
         open_up=bool(flags[open_begin] & FLAG_UP),
-        open_before_last=max(0, ts[-1] - ts[open_begin]),
+        open_before_last=elapsed(ts[open_begin], ts[-1]),
         last=ts[-1],
     )
 

@@ -24,6 +24,7 @@ from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
 from megamon.domain.reports import KindReport, Report
 from megamon.domain.summaries import ProvisioningState, Summary
+from megamon.domain.timestamps import MAX_DURATION_NS as MAX_DURATION
 from megamon.errors import ConfigError
 from megamon.observing.nodepools import observe_nodepools
 from megamon.observing.workloads import observe_jobset_nodes
@@ -32,7 +33,7 @@ from megamon.publishing.exporters.otlp import SCOPE_NAME, OtlpExporter, to_metri
 from megamon.sources.gke.views import NodePoolView
 from megamon.sources.kube.projections import jobset_view, node_view
 from megamon.stores.memory import MemoryEventStore
-from megamon.summary.summarizing import MAX_DURATION, summarize
+from megamon.summary.summarizing import summarize
 
 T0 = timestamps.parse("2026-05-04T18:00:00Z")
 MINUTE = 60 * 10**9

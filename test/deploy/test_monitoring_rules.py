@@ -190,8 +190,9 @@ def scrape(report: Report, *, instruments: bool = False, prefix: str = PREFIX) -
             inst.gcs_latency.labels(operation=operation).observe(0.02)
         inst.gke_latency.observe(0.3)
         inst.aggregation_duration.observe(0.1)
-        for counter in (inst.corrupt_objects, inst.store_conflicts, inst.observation_errors):
+        for counter in (inst.corrupt_objects, inst.store_conflicts):
             counter.labels(kind="nodepool").inc()
+        inst.count_skipped("nodepool", "invalid")
     return generate_latest(registry).decode()
 
 

@@ -68,6 +68,41 @@ def test_parse_rejects_what_is_not_rfc3339(text: str) -> None:
         timestamps.parse(text)
 
 
-@given(st.integers(min_value=0, max_value=253_402_300_799 * timestamps.NANOS_PER_SECOND))
+@given(st.integers(min_value=timestamps.MIN_NS, max_value=timestamps.MAX_NS - 1))
 def test_format_then_parse_is_identity(ns: int) -> None:
     assert timestamps.parse(timestamps.format_ns(ns)) == ns
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("9999-12-31T23:59:59Z", "beyond the horizon 2100-01-01T00:00:00Z"),
+        ("2100-01-01T00:00:00Z", "beyond the horizon"),
+        ("2100-01-01T03:00:00+02:00", "T03:00:00.02:00' is beyond"),
+        ("2100-01-01T01:00:00+02:00", None),
+        ("1969-12-31T23:59:59.999999999Z", "before 1970-01-01T00:00:00Z"),
+        ("1970-01-01T00:30:00+01:00", "before 1970"),
+    ],
+)
+def test_timestamps_beyond_the_horizon_or_before_1970_are_refused(
+    text: str, fragment: str | None
+) -> None:
+    if fragment is None:  # 2099-12-31T23:00:00Z, within
+        assert timestamps.parse(text) == timestamps.MAX_NS - 3600 * timestamps.NANOS_PER_SECOND
+        return
+    with pytest.raises(timestamps.TimestampError, match=fragment):
+        timestamps.parse(text)
+
+
+@given(st.integers(min_value=-(10**40), max_value=10**40))
+def test_formatting_never_raises_whatever_arithmetic_made(ns: int) -> None:
+    text = timestamps.format_ns(ns)
+    assert text.endswith("Z") and len(text) >= 20
+
+
+@given(st.integers(min_value=-(10**30), max_value=10**30), st.integers(0, 10**30))
+def test_durations_saturate_instead_of_overflowing(a: int, b: int) -> None:
+    assert 0 <= timestamps.elapsed(a, b) <= timestamps.MAX_DURATION_NS
+    assert timestamps.add(timestamps.saturated(a), timestamps.saturated(b)) <= (
+        timestamps.MAX_DURATION_NS
+    )

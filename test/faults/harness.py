@@ -16,14 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kubernetes import client as k8s
 from kubernetes import config as kube_config
 
 from internal.fakegke import FakeGke
 from internal.fakekube.fakekube import FakeKube
-from internal.faultproxy import FaultProxy
+from internal.faultproxy import Action, FaultProxy
 from internal.gcsemu.client import make_storage_client
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP
 from megamon.domain.kinds import Kind
+from megamon.loops.leader import micro_time
+from megamon.sources.kube.resources import JOBSETS
 from megamon.stores.gcs import GcsEventStore
 from test.e2e.harness import MegamonProcess
 from test.observing.scenarios.world import CLUSTER, LOCATION, PROJECT, World
@@ -132,15 +135,23 @@ def play(rig: Rig, steps: list[Step], start: float) -> None:
         action(rig)
 
 
-def run_scenario(rig: Rig, faults: list[Step], *, replicas: int = 1, **config: Any) -> History:
-    """The scenario with ``faults`` interleaved; returns the history relative to its start."""
+def run_scenario(
+    rig: Rig,
+    faults: list[Step],
+    *,
+    replicas: int = 1,
+    end_s: float = END_S,
+    **config: Any,
+) -> History:
+    """The scenario with ``faults`` interleaved, observed until ``end_s``; returns the
+    history relative to its start."""
     processes = [rig.megamon(**config) for _ in range(replicas)]
     t0_ns, start = time.time_ns(), time.monotonic()
     fault_thread = threading.Thread(target=play, args=(rig, faults, start), daemon=True)
     fault_thread.start()
     play(rig, SCENARIO, start)
     fault_thread.join()
-    delay = start + END_S - time.monotonic()
+    delay = start + end_s - time.monotonic()
     if delay > 0:
         time.sleep(delay)
     rig.proxy.clear_rules()
@@ -220,3 +231,54 @@ def assert_same_history(clean: History, faulty: History, tolerance_s: float) -> 
                 assert abs(t_got - t_clean) <= tolerance_s * S, (
                     f"{kind} {key}: an event {(t_got - t_clean) / S:+.2f}s off the clean run"
                 )
+
+
+# Faults of bad input and of leadership, for test_faults.py ------------------------------
+
+LEASE_NAME = "megamon-leader"
+LEASE_NAMESPACE = "megamon-system"
+"""Where ``megamon run`` keeps its Lease without ``POD_NAMESPACE``: ``ReportConfigMapRef``'s."""
+
+
+def malformed_jobset(rig: Rig, name: str) -> None:
+    """A JobSet whose lists are numbers: what anyone with write access can store in a CRD
+    without a schema. megamon must skip it, never observe it, and never stop watching."""
+    body = {
+        "apiVersion": f"{JOBSETS.group}/{JOBSETS.version}",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": rig.world.namespace},
+        "spec": {"replicatedJobs": 5},
+        "status": {"replicatedJobsStatus": 5},
+    }
+    k8s.CustomObjectsApi(rig.world.api).create_namespaced_custom_object(
+        JOBSETS.group, JOBSETS.version, rig.world.namespace, JOBSETS.plural, body
+    )
+
+
+def future_pool_status(rig: Rig, pool: str, number: int) -> None:
+    """GKE reports a node pool status this client does not know (one added later)."""
+    found = rig.gke.get_node_pool(PROJECT, LOCATION, CLUSTER, pool)
+    found["status"] = number
+    rig.gke.put_node_pool(PROJECT, LOCATION, CLUSTER, found)
+
+
+def wait_for_stalled_write(rig: Rig, process: MegamonProcess) -> None:
+    """Until a write (a POST to the bucket) is held by a stall: a flush is in flight."""
+    process.wait_for(
+        lambda: any(r.method == "POST" and r.action is Action.STALL for r in rig.proxy.records),
+        "a stalled write",
+        10,
+    )
+
+
+def take_the_lease(rig: Rig, holder: str, seconds: int) -> None:
+    """Write the Lease as held by ``holder`` for ``seconds`` from now: the leader's next
+    renewal finds it held elsewhere and stops leading; after ``seconds`` anyone may take it."""
+    leases = k8s.CoordinationV1Api(rig.world.api)
+    lease = leases.read_namespaced_lease(LEASE_NAME, LEASE_NAMESPACE)
+    assert lease.spec is not None
+    lease.spec.holder_identity = holder
+    lease.spec.renew_time = micro_time(time.time())
+    lease.spec.acquire_time = lease.spec.renew_time
+    lease.spec.lease_duration_seconds = seconds
+    leases.replace_namespaced_lease(LEASE_NAME, LEASE_NAMESPACE, lease)

@@ -17,11 +17,16 @@ import pytest
 from test.e2e.harness import value
 from test.faults.harness import (
     CYCLE_S,
+    END_S,
     PATH,
     History,
     Rig,
     assert_same_history,
+    future_pool_status,
+    malformed_jobset,
     run_scenario,
+    take_the_lease,
+    wait_for_stalled_write,
 )
 
 CHAOS = bool(os.environ.get("MEGAMON_CHAOS"))
@@ -170,7 +175,45 @@ def test_gke_500s_and_timeouts(fresh_rig: Rig, clean_history: History) -> None:
     assert_same_history(clean_history, run_scenario(fresh_rig, faults), TOLERANCE_S)
 
 
+def test_gke_reports_a_pool_status_the_client_does_not_know(
+    fresh_rig: Rig, clean_history: History
+) -> None:
+    """From 6 s on GKE reports pool a with status 99, a value newer than the client. megamon
+    reads it as its raw value; the list of pools stays current, so pool b, created at 12 s,
+    is recorded as in the clean run.
+    """
+    faults = [(6.0, "pool a: status 99", lambda r: future_pool_status(r, "a", 99))]
+    assert_same_history(clean_history, run_scenario(fresh_rig, faults), TOLERANCE_S)
+
+
 # Kubernetes -----------------------------------------------------------------------------
+
+
+def test_kubernetes_malformed_jobsets(fresh_rig: Rig, clean_history: History) -> None:
+    """Two JobSets whose replicatedJobs and replicatedJobsStatus are numbers appear, one
+    before and one during the run's busiest part. Each is skipped, logged once and counted
+    (kind jobset, reason invalid); the JobSet watch lives on, so train's transitions are
+    recorded as in the clean run.
+    """
+    seen: dict[str, float | None] = {}
+
+    def look(r: Rig) -> None:
+        seen["errors"] = value(
+            r.processes[0].scrape(),
+            "megamon_observation_errors_total",
+            kind="jobset",
+            reason="invalid",
+        )
+
+    faults = [
+        (0.5, "a malformed JobSet", lambda r: malformed_jobset(r, "bad-1")),
+        (9.0, "another one", lambda r: malformed_jobset(r, "bad-2")),
+        (14.0, "scrape", look),
+    ]
+    history = run_scenario(fresh_rig, faults)
+    assert_same_history(clean_history, history, TOLERANCE_S)
+    assert seen["errors"] == 2.0
+    assert fresh_rig.processes[0].log().count("replicatedJobs must be a list") == 2
 
 
 def test_kubernetes_dropped_watches_and_410_gone(fresh_rig: Rig, clean_history: History) -> None:
@@ -195,6 +238,40 @@ def test_kubernetes_api_server_restarted_with_the_same_state(
 
 
 # megamon itself -------------------------------------------------------------------------
+
+
+LEASE_GAP_S = 3
+"""How long the Lease is held by an intruder: the leader's next renewal (every 2 s) sees it."""
+
+
+def test_a_leader_losing_its_lease_in_the_middle_of_a_flush(
+    fresh_rig: Rig, clean_history: History
+) -> None:
+    """Two replicas with leader election. Right after train fails, the leader's write of it is
+    held by a 4 s stall, and meanwhile its Lease is taken for 3 s. The leader stops leading
+    with the write in flight; whichever replica leads next reads the history and records what
+    it still lacks: train's failure is recorded once.
+    """
+
+    def steal_mid_flush(r: Rig) -> None:
+        r.proxy.stall_next(1, 4.0, method="POST")
+        wait_for_stalled_write(r, r.processes[0])  # whichever replica leads, it is flushing
+        take_the_lease(r, "intruder", LEASE_GAP_S)
+
+    faults = [(10.2, "the Lease is taken during a write", steal_mid_flush)]
+    # A transition seen only once someone leads again is stamped then: the gap, plus the
+    # candidates' retry period (2 s, with jitter) and a cycle; the run lasts that much longer.
+    handover_s = LEASE_GAP_S + 2 * 2.2 + CYCLE_S
+    history = run_scenario(
+        fresh_rig,
+        faults,
+        replicas=2,
+        end_s=END_S + handover_s,
+        EnableLeaderElection=True,
+    )
+    assert_same_history(clean_history, history, TOLERANCE_S + handover_s)
+    logs = "".join(p.log() for p in fresh_rig.processes)
+    assert "stops leading: " in logs
 
 
 def test_megamon_killed_in_the_middle_of_a_write_then_restarted(

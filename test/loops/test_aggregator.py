@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 from megamon.domain import labels
 from megamon.domain.events import EventRecord
 from megamon.domain.kinds import Kind
+from megamon.domain.rejections import REASON_INVALID, REASON_MALFORMED, Rejection
 from megamon.domain.reports import Report
 from megamon.domain.summaries import ProvisioningState
 from megamon.errors import SourceError, StoreError
@@ -183,9 +184,47 @@ def test_each_distinct_problem_is_logged_and_counted_once() -> None:
     aggregator.aggregate_once()
     aggregator.aggregate_once()
     assert (
-        parts["registry"].get_sample_value("megamon_observation_errors_total", {"kind": "nodepool"})
+        parts["registry"].get_sample_value(
+            "megamon_observation_errors_total", {"kind": "nodepool", "reason": "invalid"}
+        )
         == 1.0
     )
+
+
+def test_objects_a_source_rejected_are_counted_by_kind_and_reason() -> None:
+    aggregator, parts = make()
+    aggregator.rejected(Rejection("jobset", "team/bad", REASON_INVALID, "bad"))
+    aggregator.rejected(Rejection("node", "n", REASON_MALFORMED, "not an object"))
+    registry = parts["registry"]
+    sample = registry.get_sample_value
+    assert sample("megamon_observation_errors_total", {"kind": "jobset", "reason": "invalid"}) == 1
+    assert sample("megamon_observation_errors_total", {"kind": "node", "reason": "malformed"}) == 1
+
+
+class _DeadWatch(StaticCluster):
+    def alive(self) -> bool:
+        return False
+
+
+def test_a_dead_watch_thread_fails_health() -> None:
+    aggregator, _ = make(cluster=_DeadWatch(ClusterSnapshot(), T0))
+    assert not aggregator.healthy()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_loop_thread_that_died_fails_health() -> None:
+    aggregator, _ = make()
+
+    def fatal() -> bool:
+        raise SystemExit("a loop thread dies of something no boundary catches")
+
+    aggregator._is_leader = fatal
+    aggregator.start()
+    for thread in aggregator._threads:
+        thread.join(10)
+    assert not aggregator.healthy()
+    aggregator._is_leader = lambda: False
+    aggregator.stop()
 
 
 def test_the_loops_run_report_and_stay_healthy_until_stopped() -> None:
@@ -252,3 +291,20 @@ def test_an_unchanged_cycle_builds_no_new_observation_record_or_summary(
     assert settled_first > 0 and len(settled) == settled_first
     pool = second.kind(Kind.NODEPOOL).summaries["np"]
     assert pool.up_time == first.kind(Kind.NODEPOOL).summaries["np"].up_time + 10 * S
+
+
+def test_a_loop_failing_every_cycle_fails_health_like_a_stuck_one() -> None:
+    now = [0.0]
+    aggregator, _ = make()
+    aggregator._monotonic = lambda: now[0]
+
+    def broken() -> None:
+        raise RuntimeError("a bug met on every cycle")
+
+    aggregator.iterate("aggregate", broken)
+    assert aggregator.healthy()  # one failed cycle is not a stall
+    now[0] = 3600.0
+    aggregator.iterate("aggregate", broken)
+    assert not aggregator.healthy()  # an hour of failed cycles: the data is frozen
+    aggregator.iterate("aggregate", lambda: None)
+    assert aggregator.healthy()

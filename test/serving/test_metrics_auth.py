@@ -6,6 +6,7 @@ that name no token. The same guard against the emulator over real TLS is in
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, cast
@@ -252,3 +253,60 @@ def test_tokens_are_never_logged(
 def test_a_guard_without_tls_is_refused(guard: KubeGuard) -> None:
     with pytest.raises(ValueError, match="needs TLS"):
         MetricsServer("127.0.0.1:0", CollectorRegistry(), guard=guard)
+
+
+def test_a_spray_of_distinct_tokens_is_held_to_the_review_rate(
+    reviews: FakeReviews, clock: Clock
+) -> None:
+    reviews.users["good"] = alice()
+    reviews.allowed.add("alice")
+    guard = make_guard(reviews, clock, review_rate=5.0, review_burst=20)
+    outcomes = [guard.check(f"Bearer random-{n}").outcome for n in range(4451)]
+    assert outcomes[:20] == [Outcome.UNAUTHENTICATED] * 20
+    assert set(outcomes[20:]) == {Outcome.UNAVAILABLE}  # 503, Retry-After, no API call
+    assert len(reviews.token_reviews) == 20
+    clock.now += 1.0  # a second later, five more new tokens may be asked about
+    assert guard.check("Bearer good").allowed
+    assert len(reviews.token_reviews) == 21
+    clock.now += 1.0
+    for _ in range(100):  # Prometheus, with its one cached token, is never limited
+        assert guard.check("Bearer good").allowed
+    assert len(reviews.token_reviews) == 21
+
+
+def test_refusals_from_the_rate_limit_are_not_cached(reviews: FakeReviews, clock: Clock) -> None:
+    reviews.users["late"] = alice()
+    reviews.allowed.add("alice")
+    guard = make_guard(reviews, clock, review_rate=1.0, review_burst=1)
+    guard.check("Bearer first")
+    assert guard.check("Bearer late").outcome is Outcome.UNAVAILABLE
+    clock.now += 1.0
+    assert guard.check("Bearer late").allowed
+
+
+def test_concurrent_scrapes_with_one_token_share_one_review(
+    reviews: FakeReviews, clock: Clock
+) -> None:
+    reviews.users["shared"] = alice()
+    reviews.allowed.add("alice")
+    release = threading.Event()
+    answer = reviews.create_token_review
+
+    def slow_review(body: Any, _request_timeout: Any = None) -> Any:
+        release.wait(10)
+        return answer(body, _request_timeout)
+
+    reviews.create_token_review = slow_review  # type: ignore[method-assign]
+    guard = make_guard(reviews, clock)
+    verdicts: list[Verdict] = []
+    threads = [
+        threading.Thread(target=lambda: verdicts.append(guard.check("Bearer shared")))
+        for _ in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    assert [v.allowed for v in verdicts] == [True] * 8
+    assert len(reviews.token_reviews) == 1

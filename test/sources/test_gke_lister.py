@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -105,3 +106,36 @@ def test_an_unreachable_metadata_server_names_the_missing_key(
     monkeypatch.setenv(METADATA_HOST_ENV, "127.0.0.1:9")
     with pytest.raises(SourceError, match=r"GKE\.ProjectID is not configured"):
         resolve(GKEConfig(), timeout=0.5)
+
+
+def test_a_status_newer_than_the_client_is_read_as_its_raw_value(fake_gke: FakeGke) -> None:
+    fake_gke.put_node_pool("p", "us-east5", "c", tpu_node_pool("np"))
+    future = tpu_node_pool("future")
+    future["status"] = 99  # a NodePool.Status value added after this client was built
+    fake_gke.put_node_pool("p", "us-east5", "c", future)
+    pools = {p.name: p.status for p in lister(fake_gke).list_node_pools()}
+    assert pools == {"np": "RUNNING", "future": "99"}
+
+
+class _Unreadable:
+    name = "broken"
+
+    @property
+    def config(self) -> Any:
+        raise TypeError("a field this client cannot decode")
+
+
+def test_a_pool_that_cannot_be_read_is_skipped_alone_and_counted_once(
+    fake_gke: FakeGke, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = CollectorRegistry()
+    pools = lister(fake_gke, registry)
+    fake_gke.put_node_pool("p", "us-east5", "c", tpu_node_pool("np"))
+    real = make_client(fake_gke.endpoint).list_node_pools(parent=REF).node_pools
+    for _ in range(3):
+        assert [v.name for v in pools._views([*real, _Unreadable()])] == ["np"]
+    count = registry.get_sample_value(
+        "megamon_observation_errors_total", {"kind": "nodepool", "reason": "unexpected"}
+    )
+    assert count == 1.0
+    assert caplog.text.count("node pool broken skipped: TypeError") == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry
 
 from megamon.domain.kinds import Kind
+from megamon.domain.rejections import REASONS
 from megamon.telemetry import Instruments
 
 COUNTERS = (
@@ -17,10 +18,16 @@ COUNTERS = (
 def test_every_labelled_counter_starts_at_0_for_each_tracked_kind() -> None:
     registry = CollectorRegistry()
     Instruments("megamon", registry, (Kind.NODEPOOL, Kind.JOBSET))
-    for name in COUNTERS:
+    for name in COUNTERS[:2]:
         for kind in ("nodepool", "jobset"):
             assert registry.get_sample_value(name, {"kind": kind}) == 0.0, (name, kind)
         assert registry.get_sample_value(name, {"kind": "slice"}) is None  # not tracked
+    errors = COUNTERS[2]
+    for kind in ("nodepool", "jobset"):
+        for reason in REASONS:  # every reason a skip can be counted with
+            labels = {"kind": kind, "reason": reason}
+            assert registry.get_sample_value(errors, labels) == 0.0, labels
+    assert registry.get_sample_value(errors, {"kind": "slice", "reason": "invalid"}) is None
 
 
 def test_by_default_every_kind_is_initialised() -> None:

@@ -1,7 +1,14 @@
-"""Listing a cluster's node pools: from the GKE API, or inferred from nodes in simulation."""
+"""Listing a cluster's node pools: from the GKE API, or inferred from nodes in simulation.
+
+GKE's answer is read one pool at a time, and one pool never costs the others: an enum value
+newer than the installed client (proto-plus then hands out a bare number) is kept as its raw
+value (``"99"``), and a pool that cannot be read at all is skipped, logged once and counted
+in ``megamon_observation_errors_total`` — the list of every other pool stays current.
+"""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 from typing import Any, Protocol
@@ -12,7 +19,9 @@ from google.api_core import retry as api_retry
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import container_v1
 
+from megamon.domain.kinds import Kind
 from megamon.domain.labels import GKE_ACCELERATOR_TYPE
+from megamon.domain.rejections import REASON_UNEXPECTED
 from megamon.errors import SourceError
 from megamon.sources.gke.views import NodePoolView
 from megamon.telemetry import Instruments
@@ -36,15 +45,24 @@ _RETRYABLE = api_retry.if_exception_type(
 _FAILURES = (api_exceptions.GoogleAPIError, requests.exceptions.RequestException)
 
 
+log = logging.getLogger(__name__)
+
+
 class NodePoolLister(Protocol):
     def list_node_pools(self) -> list[NodePoolView]: ...
+
+
+def enum_name(value: Any) -> str:
+    """An enum field's name; the raw number when the client does not know the value."""
+    name = getattr(value, "name", None)
+    return name if isinstance(name, str) else str(value)
 
 
 def _view(pool: Any) -> NodePoolView:
     config = pool.config
     return NodePoolView(
         name=pool.name,
-        status=pool.status.name,
+        status=enum_name(pool.status),
         machine_type=config.machine_type,
         tpu_topology=pool.placement_policy.tpu_topology,
         accelerator=config.resource_labels.get(GKE_ACCELERATOR_TYPE, ""),
@@ -78,7 +96,9 @@ class GkeNodePoolLister:
     ) -> None:
         self._ref = cluster_ref
         self._client = client
-        self._latency = (instruments or Instruments.unregistered()).gke_latency
+        self._instruments = instruments or Instruments.unregistered()
+        self._latency = self._instruments.gke_latency
+        self._unreadable: set[str] = set()
         self._timeout = timeout
         self._retry = api_retry.Retry(
             predicate=_RETRYABLE, initial=initial_backoff, maximum=MAX_BACKOFF, timeout=deadline
@@ -96,7 +116,23 @@ class GkeNodePoolLister:
             raise SourceError(f"GKE ListNodePools {self._ref}: {err}") from err
         finally:
             self._latency.observe(time.perf_counter() - start)
-        return [_view(pool) for pool in response.node_pools]
+        return self._views(response.node_pools)
+
+    def _views(self, pools: Iterable[Any]) -> list[NodePoolView]:
+        """The pools that can be read; each other one is logged and counted once."""
+        views: list[NodePoolView] = []
+        unreadable: set[str] = set()
+        for pool in pools:
+            try:
+                views.append(_view(pool))
+            except Exception as err:  # one pool's boundary: the others stay current
+                name = str(getattr(pool, "name", "") or "?")
+                unreadable.add(name)
+                if name not in self._unreadable:
+                    log.warning("node pool %s skipped: %s: %s", name, type(err).__name__, err)
+                    self._instruments.count_skipped(Kind.NODEPOOL.value, REASON_UNEXPECTED)
+        self._unreadable = unreadable
+        return views
 
 
 class StaticNodePoolLister:

@@ -6,8 +6,11 @@ page as it arrives, so the raw objects of a 65,000-node list are never all in me
 An update whose projection is what the cache already holds (a node's heartbeat, a status
 field megamon does not read) changes nothing: no new snapshot, no wake-up — at fleet scale
 almost every watch event is one. Every real change wakes the ``on_change`` callback, so an
-observer can react instead of polling. An object that cannot be projected is left out;
-``on_problem`` hears of it once.
+observer can react instead of polling. An object that cannot be projected — missing fields,
+wrong types, not even a JSON object, or anything else its projection raises — is left out,
+logged once and handed to ``on_problem`` once (which counts it), so that no object can kill
+the watch thread. ``alive`` says whether that thread still runs: one that died anyway must
+fail liveness rather than leave its data frozen behind healthy probes.
 """
 
 from __future__ import annotations
@@ -20,6 +23,12 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
+from megamon.domain.rejections import (
+    REASON_INVALID,
+    REASON_MALFORMED,
+    REASON_UNEXPECTED,
+    Rejection,
+)
 from megamon.errors import ObservationError
 from megamon.sources.kube.watching import EVENT_DELETED, RawLister, WatchSettings, run_forever
 
@@ -29,12 +38,28 @@ V = TypeVar("V")
 Json = dict[str, Any]
 
 
-def object_key(obj: Json) -> str:
-    """``namespace/name`` for namespaced objects, ``name`` for cluster-scoped ones."""
-    meta = obj.get("metadata") or {}
+def object_key(obj: Any) -> str:
+    """``namespace/name`` for namespaced objects, ``name`` for cluster-scoped ones; ``""``
+    for something that is not an object with metadata."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict):
+        return ""
     name = str(meta.get("name", ""))
     namespace = meta.get("namespace")
     return f"{namespace}/{name}" if namespace else name
+
+
+def _rejection(kind: str, key: str, obj: Any, project: Callable[[Json], V]) -> Rejection | V:
+    """The projection of ``obj``, or why it cannot be had. Whatever a projection raises is a
+    problem of this one object, never of the watch: the thread must outlive any input."""
+    if not isinstance(obj, dict):
+        return Rejection(kind, key or "?", REASON_MALFORMED, f"not an object: {type(obj).__name__}")
+    try:
+        return project(obj)
+    except ObservationError as err:
+        return Rejection(kind, key or "?", REASON_INVALID, str(err))
+    except Exception as err:  # the object's boundary: skip it, count it, keep watching
+        return Rejection(kind, key or "?", REASON_UNEXPECTED, f"{type(err).__name__}: {err}")
 
 
 class WatchCache(Generic[V]):
@@ -48,15 +73,18 @@ class WatchCache(Generic[V]):
         *,
         settings: WatchSettings | None = None,
         on_change: Callable[[], None] | None = None,
-        on_problem: Callable[[str, str], None] | None = None,
+        on_problem: Callable[[Rejection], None] | None = None,
+        kind: str | None = None,
         clock: Callable[[], int] = time.time_ns,
     ) -> None:
         self.name = name
+        self.kind = kind or name
+        """The ``kind`` label of a skipped object (``jobset``, ``node``)."""
         self._lister = lister
         self._project = project
         self._settings = settings or WatchSettings()
         self._on_change = on_change or (lambda: None)
-        self._on_problem = on_problem or self._log_problem
+        self._on_problem = on_problem or (lambda _rejection: None)
         self._clock = clock
         self._lock = threading.Lock()
         self._items: dict[str, V] = {}
@@ -69,24 +97,21 @@ class WatchCache(Generic[V]):
         self._stop = threading.Event()
         self._response: Any | None = None
 
-    def _log_problem(self, key: str, message: str) -> None:
-        log.warning("%s %s skipped: %s", self.name, key, message)
-
-    def _projected(self, obj: Json) -> tuple[str, V | None]:
+    def _projected(self, obj: Any) -> tuple[str, V | None]:
         key = object_key(obj)
-        try:
-            view = self._project(obj)
-        except ObservationError as err:
-            if key not in self._reported:
+        view = _rejection(self.kind, key, obj, self._project)
+        if isinstance(view, Rejection):
+            if key not in self._reported:  # once per object, not once per update of it
                 self._reported.add(key)
-                self._on_problem(key, str(err))
+                log.warning("%s skipped (%s): %s", self.name, view.reason, view)
+                self._on_problem(view)
             return key, None
         self._reported.discard(key)
         return key, view
 
     # Sink -------------------------------------------------------------------------------
 
-    def replace(self, objects: Iterable[Json]) -> None:
+    def replace(self, objects: Iterable[Any]) -> None:
         with self._lock:
             previous = self._items
         items: dict[str, V] = {}
@@ -102,9 +127,10 @@ class WatchCache(Generic[V]):
         self.synced.set()
         self._on_change()
 
-    def apply(self, event_type: str, obj: Json) -> None:
+    def apply(self, event_type: str, obj: Any) -> None:
         if event_type == EVENT_DELETED:
             key, view = object_key(obj), None
+            self._reported.discard(key)  # a bad object deleted: forget it, and report anew
         else:
             key, view = self._projected(obj)
         with self._lock:
@@ -148,6 +174,11 @@ class WatchCache(Generic[V]):
         )
         self._thread.start()
         return self
+
+    def alive(self) -> bool:
+        """Whether the watch thread runs (or was never started); ``False`` once it died."""
+        thread = self._thread
+        return thread is None or thread.is_alive() or self._stop.is_set()
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()

@@ -10,11 +10,21 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from megamon.domain.kinds import Kind
+from megamon.domain.rejections import Rejection
 from megamon.sources.kube import resources
 from megamon.sources.kube.cache import WatchCache
 from megamon.sources.kube.projections import jobset_view, lws_view, node_view, pod_view, slice_view
 from megamon.sources.kube.snapshot import ClusterSnapshot
 from megamon.sources.kube.watching import WatchSettings
+
+KIND_NODE = "node"
+KIND_POD = "pod"
+KIND_JOBSET = Kind.JOBSET.value
+KIND_LEADERWORKERSET = Kind.LEADERWORKERSET.value
+KIND_SLICE = Kind.SLICE.value
+"""The ``kind`` label of objects a watch cache skipped: the values of ``Kind`` where there is
+one, so a JobSet problem is ``kind="jobset"`` wherever it was found."""
 
 
 class ClusterView(Protocol):
@@ -26,6 +36,10 @@ class ClusterView(Protocol):
 
     def last_contact_ns(self) -> int | None:
         """When the API server last answered every watch (the oldest of them)."""
+        ...
+
+    def alive(self) -> bool:
+        """Whether every watch thread still runs: a dead one freezes its data for good."""
         ...
 
 
@@ -45,6 +59,9 @@ class StaticCluster:
     def last_contact_ns(self) -> int | None:
         return self._contact
 
+    def alive(self) -> bool:
+        return True
+
 
 class KubeCluster:
     """Watch caches for nodes, leader pods, JobSets and, when enabled, LWS and Slices."""
@@ -57,23 +74,32 @@ class KubeCluster:
         slices: bool = False,
         settings: WatchSettings | None = None,
         on_change: Callable[[], None] | None = None,
-        on_problem: Callable[[str, str], None] | None = None,
+        on_problem: Callable[[Rejection], None] | None = None,
     ) -> None:
         common: dict[str, Any] = {
             "settings": settings,
             "on_change": on_change,
             "on_problem": on_problem,
         }
-        self.nodes = WatchCache("nodes", resources.node_lister(api), node_view, **common)
-        self.pods = WatchCache("pods", resources.leader_pod_lister(api), pod_view, **common)
+        self.nodes = WatchCache(
+            "nodes", resources.node_lister(api), node_view, kind=KIND_NODE, **common
+        )
+        self.pods = WatchCache(
+            "pods", resources.leader_pod_lister(api), pod_view, kind=KIND_POD, **common
+        )
         self.jobsets = WatchCache(
-            "jobsets", resources.custom_lister(api, resources.JOBSETS), jobset_view, **common
+            "jobsets",
+            resources.custom_lister(api, resources.JOBSETS),
+            jobset_view,
+            kind=KIND_JOBSET,
+            **common,
         )
         self.lws = (
             WatchCache(
                 "leaderworkersets",
                 resources.custom_lister(api, resources.LEADERWORKERSETS),
                 lws_view,
+                kind=KIND_LEADERWORKERSET,
                 **common,
             )
             if leaderworkersets
@@ -81,7 +107,11 @@ class KubeCluster:
         )
         self.slices = (
             WatchCache(
-                "slices", resources.custom_lister(api, resources.SLICES), slice_view, **common
+                "slices",
+                resources.custom_lister(api, resources.SLICES),
+                slice_view,
+                kind=KIND_SLICE,
+                **common,
             )
             if slices
             else None
@@ -109,6 +139,9 @@ class KubeCluster:
 
     def synced(self) -> bool:
         return all(cache.synced.is_set() for cache in self._caches())
+
+    def alive(self) -> bool:
+        return all(cache.alive() for cache in self._caches())
 
     def last_contact_ns(self) -> int | None:
         contacts = [cache.last_contact_ns for cache in self._caches()]

@@ -33,6 +33,22 @@ def _dict(obj: Json, key: str) -> Json:
     return found if isinstance(found, dict) else {}
 
 
+def _list(obj: Json, key: str, what: str) -> list[Any]:
+    """``obj[key]`` when it is a list, ``[]`` when absent; anything else is an error."""
+    found = obj.get(key)
+    if found is None:
+        return []
+    if not isinstance(found, list):
+        raise ObservationError(f"{what} must be a list, got {type(found).__name__}")
+    return found
+
+
+def _text(found: dict[str, Any], key: str) -> str:
+    """A label value as text; ``""`` when absent or not a string."""
+    value = found.get(key)
+    return value if isinstance(value, str) else ""
+
+
 def _labels(meta: Json) -> dict[str, str]:
     found = meta.get("labels")
     return found if isinstance(found, dict) else {}
@@ -55,11 +71,16 @@ def _shared(found: dict[str, Any], key: str) -> str:
     return intern(value) if isinstance(value, str) else ""
 
 
+MAX_COUNT = 2**31 - 1
+"""Kubernetes counts (replicas, parallelism, ready) are int32: anything larger is not one."""
+
+
 def _int(value: Any, default: int, what: str) -> int:
     if value is None:
         return default
-    if type(value) is not int or value < 0:
-        raise ObservationError(f"{what} must be a non-negative integer, got {value!r}")
+    if type(value) is not int or not 0 <= value <= MAX_COUNT:
+        got = repr(value)[:40]
+        raise ObservationError(f"{what} must be an integer from 0 to {MAX_COUNT}, got {got}")
     return value
 
 
@@ -119,9 +140,9 @@ def pod_view(obj: Json) -> PodView:
         namespace=str(meta.get("namespace", "")),
         name=name,
         node_name=str(spec.get("nodeName") or ""),
-        job_name=lab.get(labels.JOB_NAME, ""),
-        jobset_name=lab.get(labels.JOBSET_NAME, ""),
-        completion_index=lab.get(labels.JOB_COMPLETION_INDEX, ""),
+        job_name=_text(lab, labels.JOB_NAME),
+        jobset_name=_text(lab, labels.JOBSET_NAME),
+        completion_index=_text(lab, labels.JOB_COMPLETION_INDEX),
     )
 
 
@@ -195,12 +216,10 @@ def jobset_view(obj: Json) -> JobSetView:
     meta, name = _meta(obj, "jobset")
     where = f"jobset {meta.get('namespace', '')}/{name}"
     spec = _dict(obj, "spec")
-    raw_jobs = spec.get("replicatedJobs") or []
-    if not isinstance(raw_jobs, list):
-        raise ObservationError(f"{where}: spec.replicatedJobs must be a list")
+    raw_jobs = _list(spec, "replicatedJobs", f"{where}: spec.replicatedJobs")
     status = _dict(obj, "status")
     ready = 0
-    for rj in status.get("replicatedJobsStatus") or []:
+    for rj in _list(status, "replicatedJobsStatus", f"{where}: status.replicatedJobsStatus"):
         if isinstance(rj, dict):
             ready += _int(rj.get("ready"), 0, f"{where}: replicatedJobsStatus.ready")
     return JobSetView(
@@ -261,9 +280,9 @@ def slice_view(obj: Json) -> SliceView:
     failed = _condition(obj, labels.CONDITION_SLICE_CREATION_FAILED)
     return SliceView(
         name=name,
-        owner_kind=lab.get(labels.SLICE_OWNER_KIND, ""),
-        owner_name=lab.get(labels.SLICE_OWNER_NAME, ""),
-        owner_namespace=lab.get(labels.SLICE_OWNER_NAMESPACE, ""),
+        owner_kind=_text(lab, labels.SLICE_OWNER_KIND),
+        owner_name=_text(lab, labels.SLICE_OWNER_NAME),
+        owner_namespace=_text(lab, labels.SLICE_OWNER_NAMESPACE),
         ready_status=str(ready.get("status")) if ready is not None else None,
         terminating=bool(meta.get("deletionTimestamp")),
         creation_failed=failed is not None and failed.get("status") == labels.TRUE,

@@ -51,13 +51,15 @@ class Expired(Exception):
 class Sink(Protocol):
     """Where listed and watched objects go."""
 
-    def replace(self, objects: Iterable[Json]) -> None:
+    def replace(self, objects: Iterable[Any]) -> None:
         """Every object of a fresh list, arriving page by page while it is iterated; keep
         what is needed of each one as it comes, and take the new set only once iteration
         has finished (a list that fails half-way raises from the iteration)."""
         ...
 
-    def apply(self, event_type: str, obj: Json) -> None: ...
+    def apply(self, event_type: str, obj: Any) -> None:
+        """One watched object, as the API server sent it: not necessarily a JSON object."""
+        ...
 
     def touch(self) -> None:
         """The API server answered (a bookmark, an empty page): the data is fresh."""
@@ -120,7 +122,7 @@ class Listing:
         )
         return _read_body(response)
 
-    def __iter__(self) -> Iterator[Json]:
+    def __iter__(self) -> Iterator[Any]:
         token: str | None = None
         while True:
             data = self._fetch(token)
@@ -130,9 +132,9 @@ class Listing:
                 meta = page.get("metadata") or {}
                 self.resource_version = str(meta.get("resourceVersion", ""))
                 token = meta.get("continue") or None
-                for item in page.get("items") or []:
-                    if isinstance(item, dict):
-                        yield item
+                items = page.get("items") or []
+                # Every item, objects or not: the sink skips and counts what is not one.
+                yield from items if isinstance(items, list) else ()
                 del page, meta
             if token is None:
                 return
@@ -179,16 +181,21 @@ def list_then_watch(
         sink.touch()
         sink.streaming(response)
         for event in stream_events(response):
-            kind, obj = event.get("type"), event.get("object") or {}
+            if not isinstance(event, dict):
+                log.warning("watch event that is not an object skipped: %.100r", event)
+                continue
+            kind, obj = event.get("type"), event.get("object")
             if kind == EVENT_ERROR:
-                if obj.get("code") == GONE:
-                    raise Expired(str(obj.get("message", "resourceVersion too old")))
-                raise ApiException(status=obj.get("code", 0), reason=str(obj.get("message")))
-            version = _resource_version(obj) or version
+                status = obj if isinstance(obj, dict) else {}
+                if status.get("code") == GONE:
+                    raise Expired(str(status.get("message", "resourceVersion too old")))
+                raise ApiException(status=status.get("code", 0), reason=str(status.get("message")))
+            if isinstance(obj, dict):
+                version = _resource_version(obj) or version
             if kind == EVENT_BOOKMARK:
                 sink.touch()
             elif kind in (EVENT_ADDED, EVENT_MODIFIED, EVENT_DELETED):
-                sink.apply(kind, obj)
+                sink.apply(kind, obj)  # any object: the sink skips and counts a bad one
             if stop.is_set():
                 return
         sink.streaming(None)
@@ -219,6 +226,10 @@ def run_forever(
             if stop.is_set():
                 return  # the stream was cut to stop us
             log.warning("watch of %s failed: %s; retrying in %.1fs", name, _describe(err), delay)
+        except Exception:  # the thread's boundary: a bug must not end the watch for good
+            if stop.is_set():
+                return
+            log.exception("watch of %s failed unexpectedly; retrying in %.1fs", name, delay)
         if time.monotonic() - started > settings.backoff_max:
             delay = settings.backoff_initial  # it ran fine for a while: start backoff afresh
         stop.wait(delay * random.uniform(0.8, 1.2))

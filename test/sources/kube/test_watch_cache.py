@@ -13,6 +13,7 @@ import pytest
 
 from internal.fakekube.fakekube import FakeKube
 from megamon.domain import labels
+from megamon.domain.rejections import REASON_INVALID, REASON_MALFORMED, REASON_UNEXPECTED, Rejection
 from megamon.sources.kube.cache import WatchCache
 from megamon.sources.kube.cluster import KubeCluster
 from megamon.sources.kube.projections import NodeView, node_view
@@ -136,7 +137,7 @@ def test_an_api_server_restart_keeps_the_cache_current(
 def test_objects_that_cannot_be_projected_are_skipped_and_reported_once(
     fake_kube: FakeKube, kube_api_client: Any
 ) -> None:
-    problems: list[tuple[str, str]] = []
+    problems: list[Rejection] = []
     bad = tpu_node("bad")
     bad["status"]["conditions"][0]["lastTransitionTime"] = "yesterday"
     fake_kube.create(bad)
@@ -146,13 +147,19 @@ def test_objects_that_cannot_be_projected_are_skipped_and_reported_once(
         node_lister(kube_api_client),
         node_view,
         settings=FAST,
-        on_problem=lambda key, msg: problems.append((key, msg)),
+        on_problem=problems.append,
+        kind="node",
     ).start()
     try:
         assert nodes.synced.wait(10)
         assert set(nodes.snapshot()) == {"good"}
         assert problems == [
-            ("bad", "node bad: Ready lastTransitionTime: not an RFC 3339 timestamp: 'yesterday'")
+            Rejection(
+                "node",
+                "bad",
+                REASON_INVALID,
+                "node bad: Ready lastTransitionTime: not an RFC 3339 timestamp: 'yesterday'",
+            )
         ]
     finally:
         nodes.stop()
@@ -170,3 +177,37 @@ def test_the_cluster_watches_every_enabled_type(fake_kube: FakeKube, kube_api_cl
         assert cluster.last_contact_ns() is not None
     finally:
         cluster.stop()
+
+
+def test_whatever_a_projection_raises_costs_only_that_object() -> None:
+    problems: list[Rejection] = []
+
+    def project(obj: dict[str, Any]) -> str:
+        if obj["metadata"]["name"] == "boom":
+            raise KeyError("a bug in a projection")
+        return str(obj["metadata"]["name"])
+
+    cache = WatchCache("things", lambda **_: None, project, on_problem=problems.append)
+    cache.replace([{"metadata": {"name": "a"}}, 5, {"metadata": {"name": "boom"}}])
+    cache.apply("ADDED", ["not", "an", "object"])
+    cache.apply("MODIFIED", {"metadata": {"name": "b"}})
+    assert dict(cache.snapshot()) == {"a": "a", "b": "b"}
+    assert [(p.subject, p.reason) for p in problems] == [
+        ("?", REASON_MALFORMED),
+        ("boom", REASON_UNEXPECTED),
+    ]  # the second non-object is the same unnamed subject: reported once
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_watch_thread_that_died_says_so(fake_kube: FakeKube, kube_api_client: Any) -> None:
+    fake_kube.create(tpu_node("n"))
+
+    def fatal(obj: dict[str, Any]) -> NodeView:
+        raise SystemExit("nothing catches this")
+
+    nodes = WatchCache("nodes", node_lister(kube_api_client), fatal, settings=FAST).start()
+    assert nodes._thread is not None
+    nodes._thread.join(10)
+    assert not nodes.alive()
+    nodes.stop()
+    assert nodes.alive()  # a stopped watch is not a dead one
