@@ -30,6 +30,7 @@ from megamon.domain.reports import Report
 from megamon.errors import MegamonError
 from megamon.observing.cluster import (
     WORKLOAD_KINDS,
+    WorkloadObservers,
     observe_pools,
     observe_scheduling,
     observe_workloads,
@@ -82,6 +83,7 @@ class Aggregator:
         intervals: Intervals = Intervals(),
         owner_maps: OwnerMapStore | None = None,
         job_labeler: JobLabeler | None = None,
+        observers: WorkloadObservers | None = None,
         is_leader: Callable[[], bool] = lambda: True,
         instruments: Instruments | None = None,
         clock: Callable[[], int] = time.time_ns,
@@ -95,6 +97,8 @@ class Aggregator:
         self._intervals = intervals
         self._owner_maps = owner_maps
         self._job_labeler = job_labeler
+        self._observers = observers or WorkloadObservers()
+        self._workload_kinds = self._kinds & (WORKLOAD_KINDS | self._observers.kinds)
         self._is_leader = is_leader
         self._instruments = instruments or Instruments.unregistered()
         self._clock = clock
@@ -163,7 +167,12 @@ class Aggregator:
         if self._owner_map is None:
             self._owner_map = self._load_owner_map()
         result = observe_workloads(
-            snapshot, self._kinds & WORKLOAD_KINDS, self._owner_map, self._settings, now
+            snapshot,
+            self._workload_kinds,
+            self._owner_map,
+            self._settings,
+            now,
+            observers=self._observers,
         )
         self._report_problems(result.problems)
         if self._owner_maps is not None and Kind.SLICE in self._kinds:
