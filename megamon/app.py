@@ -25,6 +25,7 @@ from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError
 from megamon.loops.aggregator import Aggregator, Intervals
 from megamon.loops.leader import LeaseElector, default_identity
+from megamon.observing.cluster import WorkloadObservers
 from megamon.observing.common import Settings
 from megamon.publishing.exporters import build_exporters, export_all
 from megamon.publishing.joblabels import JobLabeler
@@ -57,12 +58,20 @@ UNKNOWN = "unknown"
 
 
 def enabled_kinds(config: Config) -> frozenset[Kind]:
-    """Node pools and JobSets always; JobSet nodes when slices are off; the rest by flag."""
+    """Node pools and JobSets always; JobSet nodes when slices are off; the rest by flag;
+    every described kind of ``WorkloadKinds``."""
     kinds = {Kind.NODEPOOL, Kind.JOBSET}
     kinds.add(Kind.SLICE if config.SliceEnabled else Kind.JOBSET_NODES)
     if config.LeaderWorkerSetSupport:
         kinds.add(Kind.LEADERWORKERSET)
+    kinds.update(description.kind for description in config.WorkloadKinds)
     return frozenset(kinds)
+
+
+def required_kinds(kinds: frozenset[Kind]) -> frozenset[Kind]:
+    """The kinds the first report waits for: the built-in ones. A described kind's resource
+    may not be served (its CRD not installed yet); it joins the reports when it is."""
+    return frozenset(kind for kind in kinds if kind.builtin)
 
 
 def observer_settings(config: Config) -> Settings:
@@ -180,13 +189,16 @@ def start(config: Config) -> Service:
         api,
         leaderworkersets=config.LeaderWorkerSetSupport,
         slices=config.SliceEnabled,
+        described=config.WorkloadKinds,
         on_change=lambda: aggregator.changed.set(),  # noqa: PLW0108 - aggregator is bound below
     )
     elector = _elector(config, api)
     is_leader = elector.is_leader if elector is not None else (lambda: True)
     exporters = build_exporters(config, api_client=api, instruments=instruments)
     aggregator = Aggregator(
-        event_log=EventLog(open_store(config, instruments), kinds, instruments=instruments),
+        event_log=EventLog(
+            open_store(config, instruments), required_kinds(kinds), instruments=instruments
+        ),
         cluster=cluster,
         pools=_node_pools(config, cluster, instruments),
         kinds=kinds,
@@ -200,12 +212,17 @@ def start(config: Config) -> Service:
             ConfigMapKey(api, config.SliceOwnerMapConfigMapRef, OWNER_MAP_KEY)
         ),
         job_labeler=None if config.DisableNodePoolJobLabelling else JobLabeler(api),
+        observers=WorkloadObservers(config.WorkloadKinds),
         is_leader=is_leader,
         instruments=instruments,
     )
     registry.register(
         ReportCollector(
-            config.metric_prefix, aggregator.latest_report, is_leader, build=build_info()
+            config.metric_prefix,
+            aggregator.latest_report,
+            is_leader,
+            build=build_info(),
+            described=[description.kind for description in config.WorkloadKinds],
         )
     )
     registry.register(LeaderOnly(own, is_leader))

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from megamon.domain.descriptions import WorkloadKindList
 from megamon.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,8 @@ class Config(_Section):
     NodeUnknownGracePeriodSeconds: int = Field(180, ge=0)
     SliceEnabled: bool = False
     LeaderWorkerSetSupport: bool = False
+    WorkloadKinds: WorkloadKindList = []
+    """Described kinds to track (docs/kinds.md): descriptions, or names of shipped ones."""
 
     @field_validator("MetricsPrefix")
     @classmethod

@@ -155,6 +155,31 @@ RESOURCES: tuple[ResourceType, ...] = (
         tracks_generation=True,
         custom=True,
     ),
+    # The kinds megamon ships descriptions for (docs/kinds.md).
+    ResourceType(
+        group="trainer.kubeflow.org",
+        version="v1alpha1",
+        plural="trainjobs",
+        kind="TrainJob",
+        namespaced=True,
+        singular="trainjob",
+        status_subresource=True,
+        status_on_create="drop",
+        tracks_generation=True,
+        custom=True,
+    ),
+    ResourceType(
+        group="kueue.x-k8s.io",
+        version="v1beta1",
+        plural="workloads",
+        kind="Workload",
+        namespaced=True,
+        singular="workload",
+        status_subresource=True,
+        status_on_create="drop",
+        tracks_generation=True,
+        custom=True,
+    ),
 )
 
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}

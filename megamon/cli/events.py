@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from megamon.cli.history import add_history_options, history_store, parse_kind
+from megamon.cli.history import add_history_options, history_store, parse_kind, resolve_kind
 from megamon.codec import history as codec
 
 
@@ -38,16 +38,17 @@ def _print(document: Any) -> None:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    snapshot = history_store(args).read(args.kind)
+    snapshot = history_store(args).read(resolve_kind(args.kind, args))
     _print(orjson.loads(codec.encode_event_file(snapshot.records)))
     return 0
 
 
 def run_archive(args: argparse.Namespace) -> int:
     store = history_store(args)
+    kind = resolve_kind(args.kind, args)
     if args.key is None:
-        _print(store.archived_keys(args.kind))
+        _print(store.archived_keys(kind))
     else:
-        entries = store.read_archive(args.kind, args.key)
+        entries = store.read_archive(kind, args.key)
         _print([orjson.loads(codec.encode_archive_entry(e)) for e in entries])
     return 0

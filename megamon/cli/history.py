@@ -30,11 +30,33 @@ def add_history_options(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_kind(text: str) -> Kind:
+    """A built-in kind, or the noun of a described one (resolved by ``resolve_kind``)."""
     try:
         return Kind(text)
     except ValueError:
         known = ", ".join(k.value for k in Kind)
-        raise argparse.ArgumentTypeError(f"unknown kind {text!r} (known: {known})") from None
+        raise argparse.ArgumentTypeError(
+            f"unknown kind {text!r} (known: {known}, or a noun of WorkloadKinds)"
+        ) from None
+
+
+def described_kinds(args: argparse.Namespace) -> list[Kind]:
+    """The described kinds of the configuration the history options name."""
+    return [description.kind for description in history_config(args).WorkloadKinds]
+
+
+def resolve_kind(kind: Kind, args: argparse.Namespace) -> Kind:
+    """``kind`` itself if built in, else the configuration's description of that noun (which
+    says where its history lives); ``ConfigError`` when there is none."""
+    if kind.builtin:
+        return kind
+    for described in described_kinds(args):
+        if described == kind:
+            return described
+    raise ConfigError(
+        f"kind {kind.value!r} is neither built in nor described in the configuration's "
+        "WorkloadKinds (docs/kinds.md)"
+    )
 
 
 def parse_now(text: str | None) -> int:

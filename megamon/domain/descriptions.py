@@ -22,7 +22,15 @@ from typing import Annotated, Final
 from jsonpath_ng.exceptions import JsonPathParserError
 from jsonpath_ng.jsonpath import JSONPath
 from jsonpath_ng.parser import parse as parse_path
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from megamon.domain.kinds import BUILTIN_VALUES, KIND_SPECS, NOUN_PATTERN, Kind, KindSpec
 
@@ -254,32 +262,32 @@ def shipped(name: str) -> KindDescription:
     return KindDescription.model_validate_json(data)
 
 
-class WorkloadKinds(BaseModel):
-    """``WorkloadKinds`` of the configuration: each entry a description, or the name of a
-    shipped one. Nouns and event files must be unique and clash with no built-in kind."""
-
-    model_config = ConfigDict(frozen=True)
-
-    kinds: list[KindDescription] = []
-
-    @field_validator("kinds", mode="before")
-    @classmethod
-    def _resolve_names(cls, value: object) -> object:
-        if not isinstance(value, list):
-            return value
-        return [shipped(entry) if isinstance(entry, str) else entry for entry in value]
-
-    @field_validator("kinds")
-    @classmethod
-    def _unique(cls, value: list[KindDescription]) -> list[KindDescription]:
-        builtin_files = {spec.event_file for spec in KIND_SPECS.values()}
-        nouns: set[str] = set()
-        files: set[str] = set()
-        for description in value:
-            if description.builtin or description.Noun in nouns:
-                raise ValueError(f"kind {description.Noun!r} is already tracked")
-            if description.EventFile in builtin_files or description.EventFile in files:
-                raise ValueError(f"event file {description.EventFile!r} is already used")
-            nouns.add(description.Noun)
-            files.add(description.EventFile)
+def _resolve_names(value: object) -> object:
+    """Names of shipped descriptions become those descriptions."""
+    if not isinstance(value, list):
         return value
+    return [shipped(entry) if isinstance(entry, str) else entry for entry in value]
+
+
+def _unique(value: list[KindDescription]) -> list[KindDescription]:
+    """Nouns and event files must be unique and clash with no built-in kind's."""
+    builtin_files = {spec.event_file for spec in KIND_SPECS.values()}
+    nouns: set[str] = set()
+    files: set[str] = set()
+    for description in value:
+        if description.builtin:
+            raise ValueError(f"{description.Noun!r} is a built-in kind, tracked without this")
+        if description.Noun in nouns:
+            raise ValueError(f"kind {description.Noun!r} is described twice")
+        if description.EventFile in builtin_files or description.EventFile in files:
+            raise ValueError(f"event file {description.EventFile!r} is already used")
+        nouns.add(description.Noun)
+        files.add(description.EventFile)
+    return value
+
+
+WorkloadKindList = Annotated[
+    list[KindDescription], BeforeValidator(_resolve_names), AfterValidator(_unique)
+]
+"""``WorkloadKinds`` of the configuration: each entry a description, or the name of a
+shipped one (``"trainjob"``, ``"kueue-workload"``)."""
