@@ -10,6 +10,7 @@ from pathlib import Path
 
 from megamon.config import DEFAULT_CONFIG_PATH, Config, load_config
 from megamon.domain import timestamps
+from megamon.domain.descriptions import shipped, shipped_names
 from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError
 from megamon.stores.base import EventStore
@@ -30,14 +31,13 @@ def add_history_options(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_kind(text: str) -> Kind:
-    """A built-in kind, or the noun of a described one (resolved by ``resolve_kind``)."""
-    try:
-        return Kind(text)
-    except ValueError:
-        known = ", ".join(k.value for k in Kind)
-        raise argparse.ArgumentTypeError(
-            f"unknown kind {text!r} (known: {known}, or a noun of WorkloadKinds)"
-        ) from None
+    """A built-in kind, or the noun of a shipped description (``trainjob``); which files a
+    described one has comes from the configuration (``resolve_kind``)."""
+    nouns = [k.value for k in Kind] + [shipped(name).Noun for name in shipped_names()]
+    if text not in nouns:
+        known = ", ".join(dict.fromkeys(nouns))
+        raise argparse.ArgumentTypeError(f"unknown kind {text!r} (known: {known})")
+    return Kind(text)
 
 
 def described_kinds(args: argparse.Namespace) -> list[Kind]:
