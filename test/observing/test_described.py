@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from megamon.domain import labels
 from megamon.domain.descriptions import KindDescription, shipped
 from megamon.domain.observations import WorkloadAttrs
+from megamon.errors import ObservationError
 from megamon.observing.common import Reuse, Settings
 from megamon.observing.described import DescribedObserver, observe_described
 from megamon.observing.workloads import WorkloadObserver
@@ -187,8 +188,6 @@ def test_an_ending_condition_may_need_a_reason(
 
 @pytest.mark.parametrize("bad", [-1, "8", 1.5, True])
 def test_a_count_of_the_wrong_type_names_the_object_and_the_path(bad: object) -> None:
-    from megamon.errors import ObservationError
-
     with pytest.raises(ObservationError, match=r"rayjob ml/ray: ready .*readyWorkerReplicas"):
         described_projection(RAYJOB)(rayjob(ready=bad))
 
