@@ -37,8 +37,8 @@ import yaml
 
 from megamon.app import LEASE_NAME, POD_NAMESPACE_ENV
 from megamon.config import DEFAULT_CONFIG_PATH, Config, parse_config
-from megamon.serving.http import HEALTHZ_PATH, METRICS_PATH, READYZ_PATH, parse_addr
 from megamon.domain.descriptions import shipped
+from megamon.serving.http import HEALTHZ_PATH, METRICS_PATH, READYZ_PATH, parse_addr
 from megamon.sources.kube import resources
 
 REPO = Path(__file__).resolve().parents[2]
