@@ -16,12 +16,14 @@ from typing import Any
 
 import orjson
 import pytest
+from kubernetes import client as k8s
 from kubernetes import config
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from internal.fakegke import FakeGke
 from internal.fakekube.fakekube import FakeKube
+from megamon.config import parse_config
 from megamon.domain import labels
 from megamon.domain.descriptions import KindDescription, shipped
 from megamon.domain.reports import Report
@@ -250,18 +252,62 @@ def test_a_described_workload_that_fails_is_down_and_interrupted(
     assert report.kind(kind.kind).summaries[uid].interruption_count == 1
 
 
-def test_a_kind_the_cluster_does_not_serve_is_reported_once_and_the_others_run(
+RAYJOB_CONFIG = {
+    "Noun": "rayjob",
+    "Title": "RayJob",
+    "Group": "ray.io",
+    "Version": "v1",
+    "Resource": "rayjobs",
+    "Expected": {"Each": "spec.workerGroups[*]", "Path": "replicas", "Default": 1},
+    "Ready": {"Path": "status.readyWorkers"},
+    "Completed": [{"Type": "Complete"}],
+    "Failed": [{"Type": "Failed"}],
+    "NodeSelector": {
+        "Each": "spec.workerGroups[*]",
+        "Path": "nodeSelector",
+        "Replicas": "replicas",
+    },
+    "Labels": {"Name": "rayjob_name", "Namespace": "rayjob_namespace", "UID": "rayjob_uid"},
+    "EventFile": "rayjobs.json",
+}
+
+
+def _rayjob_crd() -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "rayjobs.ray.io"},
+        "spec": {
+            "group": "ray.io",
+            "names": {"plural": "rayjobs", "singular": "rayjob", "kind": "RayJob"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object"}},
+                    "subresources": {"status": {}},
+                }
+            ],
+        },
+    }
+
+
+def test_a_kind_megamon_never_saw_is_tracked_once_its_crd_is_served(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    absent = KindDescription.model_validate(
-        {**TRAINJOB.model_dump(), "Noun": "rayjob", "Group": "ray.io", "Resource": "rayjobs"}
-        | {"EventFile": "rayjobs.json"}
-    )
-    path = f"/apis/ray.io/{absent.Version}/rayjobs"
+    """Declared in the configuration before its CRD exists: reported once, retried, the other
+    kinds observed meanwhile; then created, run and interrupted, with history and metrics."""
+    (rayjob, trainjob) = parse_config(
+        orjson.dumps({"WorkloadKinds": [RAYJOB_CONFIG, "trainjob"]}), "config.json"
+    ).WorkloadKinds
+    path = "/apis/ray.io/v1/rayjobs"
+    store = MemoryEventStore()
     with FakeKube() as fake, FakeGke() as gke:
         api = config.new_client_from_config(config_file=str(fake.write_kubeconfig(tmp_path / "kc")))
         world = World(api=api, gke=gke, namespace="default")
-        running = Megamon(world, described=[absent, TRAINJOB])
+        running = Megamon(world, store=store, described=[rayjob, trainjob])
         try:
             uid = _run_until_up(world, running, TRAINJOB_LIFECYCLE, "train")
             deadline = time.monotonic() + 30
@@ -269,9 +315,35 @@ def test_a_kind_the_cluster_does_not_serve_is_reported_once_and_the_others_run(
                 time.sleep(0.05)
             assert fake.requests[("get", path)] >= 3, "the watch keeps retrying"
             report = running.settle(_observed(TRAINJOB, uid, lambda o: o.up))
-            assert not report.kind(absent.kind).observations
+            assert not report.kind(rayjob.kind).observations
+            messages = [
+                r.getMessage() for r in caplog.records if "does not serve" in r.getMessage()
+            ]
+            assert len(messages) == 1 and "rayjobs.ray.io" in messages[0]
+
+            k8s.ApiextensionsV1Api(api).create_custom_resource_definition(_rayjob_crd())
+            group = {"replicas": 2, "nodeSelector": {labels.TPU_TOPOLOGY: "2x4"}}
+            body = {"name": "ray", "kind": "RayJob", "spec": {"workerGroups": [group]}}
+            ray_uid = world.described(rayjob, body)
+            world.described_status(rayjob, "ray", {"readyWorkers": 2})
+            running.settle(_observed(rayjob, ray_uid, lambda o: o.up), timeout=30)
+            world.described_status(rayjob, "ray", {"readyWorkers": 1})
+            down = running.settle(_observed(rayjob, ray_uid, lambda o: not o.up))
+            assert down.kind(rayjob.kind).summaries[ray_uid].interruption_count == 1
+            running.aggregator.persist_once()
         finally:
             running.stop()
             api.close()
-    messages = [r.getMessage() for r in caplog.records if "does not serve" in r.getMessage()]
-    assert len(messages) == 1 and "rayjobs.ray.io" in messages[0]
+    assert ray_uid in orjson.loads(
+        store.objects.download("rayjobs.json", _generation(store, rayjob))
+    )
+    series = {
+        "rayjob_name": "ray",
+        "rayjob_namespace": "default",
+        "rayjob_uid": ray_uid,
+        names.LABEL_TPU_TOPOLOGY: "2x4",
+    }
+    samples = _samples(down, rayjob)
+    assert samples["megamon_rayjob_up"] == [(series, 0.0)]
+    assert samples["megamon_rayjob_interruption_count"] == [(series, 1.0)]
+    assert samples["megamon_rayjob_tpu_chip_count"] == [(series, 16.0)]
