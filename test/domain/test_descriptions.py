@@ -7,12 +7,16 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from jsonpath_ng.parser import parse as parse_path
 
 from megamon.config import parse_config
 from megamon.domain.descriptions import (
     JOBSET_DESCRIPTION,
     LWS_DESCRIPTION,
     KindDescription,
+    compile_path,
     shipped,
     shipped_names,
 )
@@ -137,3 +141,21 @@ def test_every_shipped_description_is_valid_data() -> None:
     for name in shipped_names():
         description = shipped(name)
         assert KindDescription.model_validate_json(description.model_dump_json()) == description
+
+
+_json = st.recursive(
+    st.none() | st.integers(-3, 3) | st.sampled_from(["a", "b"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("abc"), inner),
+    max_leaves=12,
+)
+_step = st.sampled_from(["a", "b", "c", "[*]", "[0]", "[1]", "[-1]"])
+
+
+@given(value=_json, steps=st.lists(_step, min_size=1, max_size=4))
+def test_a_simple_path_reads_what_jsonpath_ng_reads(value: object, steps: list[str]) -> None:
+    """The fast reader of fields, indexes and [*] agrees with the library's evaluator."""
+    text = steps[0] if not steps[0].startswith("[") else f"a{steps[0]}"
+    for step in steps[1:]:
+        text += step if step.startswith("[") else f".{step}"
+    compiled = compile_path(text)
+    assert compiled.values(value) == [m.value for m in parse_path(text).find(value)], text

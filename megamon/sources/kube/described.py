@@ -13,10 +13,14 @@ from dataclasses import dataclass
 from sys import intern
 from typing import Any
 
-from jsonpath_ng.jsonpath import JSONPath
-
 from megamon.domain import labels
-from megamon.domain.descriptions import Condition, Count, KindDescription, compile_path
+from megamon.domain.descriptions import (
+    CompiledPath,
+    Condition,
+    Count,
+    KindDescription,
+    compile_path,
+)
 from megamon.errors import ObservationError
 
 _TPU_KEYS = (labels.TPU_ACCELERATOR, labels.TPU_TOPOLOGY, labels.SPOT)
@@ -58,8 +62,8 @@ class DescribedView:
     """(topology, replicas) of each pod template that asks for a TPU topology."""
 
 
-def _values(path: JSONPath, obj: Any) -> list[Any]:
-    return [match.value for match in path.find(obj)]
+def _values(path: CompiledPath, obj: Any) -> list[Any]:
+    return path.values(obj)
 
 
 def _count_value(value: Any, what: str) -> int:
