@@ -272,7 +272,7 @@ RAYJOB_CONFIG = {
 }
 
 
-def _rayjob_crd() -> dict[str, Any]:
+def rayjob_crd() -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -321,7 +321,7 @@ def test_a_kind_megamon_never_saw_is_tracked_once_its_crd_is_served(
             ]
             assert len(messages) == 1 and "rayjobs.ray.io" in messages[0]
 
-            k8s.ApiextensionsV1Api(api).create_custom_resource_definition(_rayjob_crd())
+            k8s.ApiextensionsV1Api(api).create_custom_resource_definition(rayjob_crd())
             group = {"replicas": 2, "nodeSelector": {labels.TPU_TOPOLOGY: "2x4"}}
             body = {"name": "ray", "kind": "RayJob", "spec": {"workerGroups": [group]}}
             ray_uid = world.described(rayjob, body)
