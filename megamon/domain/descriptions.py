@@ -15,11 +15,9 @@ the wrong type makes that one object unobservable (a problem, logged once), neve
 from __future__ import annotations
 
 import re
-from functools import cached_property
 from importlib import resources
 from typing import Annotated, Any, Final
 
-from jsonpath_ng.exceptions import JsonPathParserError
 from jsonpath_ng.jsonpath import Child, Fields, Index, JSONPath, Wildcard
 from jsonpath_ng.parser import parse as parse_path
 from pydantic import (
@@ -123,7 +121,7 @@ def compile_path(text: str) -> CompiledPath:
     """A field path (JSONPath as ``jsonpath-ng`` reads it: ``spec.replicatedJobs[*].replicas``)."""
     try:
         return CompiledPath(text, parse_path(text))
-    except (JsonPathParserError, Exception) as err:  # the lexer raises bare Exceptions
+    except Exception as err:  # JsonPathParserError, and the lexer's bare Exceptions
         raise ValueError(f"{text!r} is not a field path: {err}") from None
 
 
@@ -294,9 +292,10 @@ class KindDescription(_Part):
             (self.Labels.Name, self.Labels.Namespace, self.Labels.UID),
         )
 
-    @cached_property
+    @property
     def kind(self) -> Kind:
-        """The ``Kind`` of this description, carrying its spec."""
+        """The ``Kind`` of this description, carrying its spec (equal to every other
+        ``Kind`` of the same noun)."""
         return Kind(self.Noun) if self.builtin else Kind.described(self.Noun, self.spec())
 
 
