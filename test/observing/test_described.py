@@ -11,13 +11,16 @@ from hypothesis import strategies as st
 
 from megamon.domain import labels
 from megamon.domain.descriptions import KindDescription, shipped
+from megamon.domain.kinds import Kind
 from megamon.domain.observations import WorkloadAttrs
 from megamon.errors import ObservationError
+from megamon.observing.cluster import WorkloadObservers, observe_workloads
 from megamon.observing.common import Reuse, Settings
 from megamon.observing.described import DescribedObserver, observe_described
 from megamon.observing.workloads import WorkloadObserver
 from megamon.sources.kube.described import described_projection
 from megamon.sources.kube.projections import jobset_view
+from megamon.sources.kube.snapshot import ClusterSnapshot
 
 V5E, V6E = "tpu-v5-lite-podslice", "tpu-v6e-slice"
 
@@ -214,3 +217,22 @@ def test_the_trainjob_description_counts_child_jobs() -> None:
     }  # fmt: skip
     view = described_projection(trainjob)(running)
     assert (view.expected, view.ready) == (2, 2)
+
+
+def test_the_memos_belong_to_the_observer_object_not_the_module() -> None:
+    """Each ``WorkloadObservers`` (built once in ``megamon.app``) keeps its own memo: an
+    unchanged JobSet gives the same observation object to the same observers, and a fresh
+    set of observers builds its own."""
+    first = replicated_job("a", 1, {labels.TPU_TOPOLOGY: "2x4"})
+    snapshot = ClusterSnapshot(jobsets={"ns/js": jobset_view(jobset(first))})
+    kinds = {Kind.JOBSET}
+
+    def observe(observers: WorkloadObservers) -> object:
+        batch = observe_workloads(snapshot, kinds, {}, Settings(), 0, observers=observers).batch
+        return batch[Kind.JOBSET]["uid-js"]
+
+    observers = WorkloadObservers()
+    once = observe(observers)
+    assert observe(observers) is once
+    other = observe(WorkloadObservers())
+    assert other == once and other is not once

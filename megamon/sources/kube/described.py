@@ -137,7 +137,6 @@ class _Selectors:
 
     def __init__(self, description: KindDescription) -> None:
         paths = description.NodeSelector
-        self._paths = paths
         self._each = compile_path(paths.Each) if paths and paths.Each else None
         self._selector = compile_path(paths.Path) if paths else None
         self._replicas = compile_path(paths.Replicas) if paths and paths.Replicas else None

@@ -20,12 +20,9 @@ from megamon.errors import ObservationError
 from megamon.sources.kube.described import (
     DescribedView,
     Json,
-    TpuSelector,
     described_projection,
     meta_and_name,
 )
-
-__all__ = ["Json", "TpuSelector"]
 
 _meta = meta_and_name
 _JOBSET_DESCRIBED = described_projection(shipped(JOBSET_DESCRIPTION))
