@@ -101,7 +101,7 @@ class CompiledPath:
 
     Paths made of fields, indexes and ``[*]`` (every shipped one) are read by a small loop
     over the steps ``jsonpath-ng`` parsed — a watch cache projects every event, and this is
-    ~10× faster than the library's general evaluator, which reads every other path."""
+    5–7× faster than the library's general evaluator, which reads every other path."""
 
     __slots__ = ("_parsed", "_steps", "text")
 
