@@ -4,11 +4,16 @@ test declares a kind the emulator has never heard of (docs/kinds.md)."""
 
 from __future__ import annotations
 
+import json
+import urllib.error
+import urllib.request
 from typing import Any
 
 import pytest
 from kubernetes import client, watch
 from kubernetes.client import ApiException
+
+from internal.fakekube import FakeKube
 
 GROUP, VERSION, PLURAL = "example.com", "v1", "widgets"
 
@@ -78,3 +83,20 @@ def test_a_deleted_crd_is_no_longer_served(kube_api_client: Any) -> None:
     with pytest.raises(ApiException) as after:
         custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)
     assert after.value.status == 404
+
+
+def test_a_crd_without_names_is_refused(fake_kube: FakeKube) -> None:
+    """The official client will not send one; a hand-written request gets a 422."""
+    crd = widget_crd()
+    del crd["spec"]["names"]
+    request = urllib.request.Request(
+        fake_kube.endpoint + "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        data=json.dumps(crd).encode(),
+        headers={"Authorization": f"Bearer {fake_kube.token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request)
+    assert refused.value.code == 422
+    assert "spec.group, names.plural and kind" in json.loads(refused.value.read())["message"]
+    assert fake_kube.resources.by_path(GROUP, VERSION, PLURAL) is None
