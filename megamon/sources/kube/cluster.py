@@ -135,7 +135,11 @@ class KubeCluster:
         return all(cache.synced.is_set() for cache in self._caches())
 
     def last_contact_ns(self) -> int | None:
-        contacts = [cache.last_contact_ns for cache in self._caches()]
+        """The oldest last answer of every enabled built-in watch and of every described
+        kind's watch that has listed once: a described kind whose resource stopped being
+        served shows as stale Kubernetes data, one that never was does not."""
+        listed = [c for c in self.described.values() if c.synced.is_set()]
+        contacts = [cache.last_contact_ns for cache in [*self._caches(), *listed]]
         if any(c is None for c in contacts):
             return None
         return min(c for c in contacts if c is not None)
