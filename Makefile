@@ -68,6 +68,7 @@ bench: $(STAMP)
 	$(BIN)/python -m internal.bench.summarize
 	$(BIN)/python -m internal.bench.eventstore
 	$(BIN)/python -m internal.bench.otlp
+	$(BIN)/python -m internal.bench.projections
 
 ## bench-fleet: megamon against 4k/16k/65k simulated TPU nodes; rewrites docs/performance.md (several minutes, ~8 GB free at L).
 bench-fleet: $(STAMP)

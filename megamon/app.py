@@ -26,6 +26,7 @@ from megamon.errors import ConfigError
 from megamon.gcpolicy import GcPolicy
 from megamon.loops.aggregator import Aggregator, Intervals
 from megamon.loops.leader import LeaseElector, default_identity
+from megamon.observing.cluster import WorkloadObservers
 from megamon.observing.common import Memos, Settings
 from megamon.observing.owners import SliceOwners
 from megamon.publishing.exporters import build_exporters, export_all
@@ -60,16 +61,24 @@ UNKNOWN = "unknown"
 
 
 def enabled_kinds(config: Config) -> frozenset[Kind]:
-    """Node pools and JobSets always; JobSet nodes when slices are off; the rest by flag."""
+    """Node pools and JobSets always; JobSet nodes when slices are off; the rest by flag;
+    every described kind of ``WorkloadKinds``."""
     kinds = {Kind.NODEPOOL, Kind.JOBSET}
     kinds.add(Kind.SLICE if config.SliceEnabled else Kind.JOBSET_NODES)
     if config.LeaderWorkerSetSupport:
         kinds.add(Kind.LEADERWORKERSET)
+    kinds.update(description.kind for description in config.WorkloadKinds)
     return frozenset(kinds)
 
 
 UNKNOWN_FOREVER_NS = (1 << 63) - 1
 """A grace period no node outlasts: ``NodeUnknownGracePeriodSeconds`` 0."""
+
+
+def required_kinds(kinds: frozenset[Kind]) -> frozenset[Kind]:
+    """The kinds the first report waits for: the built-in ones. A described kind's resource
+    may not be served (its CRD not installed yet); it joins the reports when it is."""
+    return frozenset(kind for kind in kinds if kind.builtin)
 
 
 def observer_settings(config: Config) -> Settings:
@@ -223,6 +232,7 @@ def start(config: Config) -> Service:
         leaderworkersets=config.LeaderWorkerSetSupport,
         slices=config.SliceEnabled,
         settings=WatchSettings(pause=gc_policy.collector_paused),
+        described=config.WorkloadKinds,
         on_change=lambda: aggregator.changed.set(),  # noqa: PLW0108 - aggregator is bound below
         on_problem=lambda rejection: aggregator.rejected(rejection),  # noqa: PLW0108 - as above
     )
@@ -238,7 +248,9 @@ def start(config: Config) -> Service:
     if not config.DisableNodePoolJobLabelling:
         exporters.append(JobLabeler(api))
     aggregator = Aggregator(
-        event_log=EventLog(open_store(config, instruments), kinds, instruments=instruments),
+        event_log=EventLog(
+            open_store(config, instruments), required_kinds(kinds), instruments=instruments
+        ),
         cluster=cluster,
         pools=_node_pools(config, cluster, instruments),
         kinds=kinds,
@@ -251,13 +263,18 @@ def start(config: Config) -> Service:
         slice_owners=SliceOwners(
             ConfigMapOwnerMap(ConfigMapKey(api, config.SliceOwnerMapConfigMapRef, OWNER_MAP_KEY))
         ),
+        observers=WorkloadObservers(config.WorkloadKinds),
         is_leader=is_leader,
         instruments=instruments,
         memos=Memos(),
     )
     registry.register(
         ReportCollector(
-            config.metric_prefix, aggregator.latest_report, is_leader, build=build_info()
+            config.metric_prefix,
+            aggregator.latest_report,
+            is_leader,
+            build=build_info(),
+            described=[description.kind for description in config.WorkloadKinds],
         )
     )
     registry.register(LeaderOnly(own, is_leader))

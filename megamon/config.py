@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from megamon.domain.descriptions import WorkloadKindList
 from megamon.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,8 @@ class Config(_Section):
     OTLPTimeoutSeconds: int = Field(10, gt=0, le=MAX_OTLP_TIMEOUT_SECONDS)
     SliceEnabled: bool = False
     LeaderWorkerSetSupport: bool = False
+    WorkloadKinds: WorkloadKindList = []
+    """Described kinds to track (docs/kinds.md): descriptions, or names of shipped ones."""
 
     @field_validator("MetricsPrefix")
     @classmethod

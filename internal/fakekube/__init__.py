@@ -9,7 +9,10 @@ scale (65k nodes): objects are immutable dicts, serialized with orjson, listed i
 
 Served: nodes, pods, configmaps (v1); jobs (batch/v1); leases (coordination.k8s.io/v1);
 jobsets (jobset.x-k8s.io/v1alpha2); leaderworkersets (leaderworkerset.x-k8s.io/v1);
-slices (accelerator.gke.io/v1beta1, cluster-scoped); tokenreviews; subjectaccessreviews.
+slices (accelerator.gke.io/v1beta1, cluster-scoped); trainjobs (trainer.kubeflow.org/v1alpha1);
+workloads (kueue.x-k8s.io/v1beta1); tokenreviews; subjectaccessreviews; and
+customresourcedefinitions (apiextensions.k8s.io/v1): creating one serves its resource, one per
+served version, with a status subresource when it declares one; deleting it stops serving it.
 """
 
 from internal.fakekube.auth import AccessRequest, Identity

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from internal.fakekube.resources import RESOURCES, ResourceType
+from internal.fakekube.resources import BUILTIN, ResourceTable, ResourceType
 from internal.fakekube.routing import REVIEWS
 
 Obj = dict[str, Any]
@@ -36,18 +36,18 @@ def api_versions() -> Obj:
     }
 
 
-def _group_versions() -> dict[str, list[str]]:
+def _group_versions(table: ResourceTable) -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
-    keys = [(rt.group, rt.version) for rt in RESOURCES] + [(g, v) for g, v, _ in REVIEWS]
+    keys = [(rt.group, rt.version) for rt in table] + [(g, v) for g, v, _ in REVIEWS]
     for group, version in keys:
         if group and version not in groups.setdefault(group, []):
             groups[group].append(version)
     return groups
 
 
-def api_groups() -> Obj:
+def api_groups(table: ResourceTable = BUILTIN) -> Obj:
     groups = []
-    for name, versions in _group_versions().items():
+    for name, versions in _group_versions(table).items():
         entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
         groups.append({"name": name, "versions": entries, "preferredVersion": entries[0]})
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
@@ -73,10 +73,10 @@ def _resource_entries(rt: ResourceType) -> list[Obj]:
     return [entry, status]
 
 
-def resource_list(group: str, version: str) -> Obj | None:
+def resource_list(group: str, version: str, table: ResourceTable = BUILTIN) -> Obj | None:
     """The APIResourceList of one group version, or None when it is not served."""
     resources: list[Obj] = []
-    for rt in RESOURCES:
+    for rt in table:
         if (rt.group, rt.version) == (group, version):
             resources.extend(_resource_entries(rt))
     for (g, v, plural), kind in REVIEWS.items():
@@ -101,7 +101,7 @@ def resource_list(group: str, version: str) -> Obj | None:
     }
 
 
-def document(path: str) -> Obj | None:
+def document(path: str, table: ResourceTable = BUILTIN) -> Obj | None:
     """The discovery document served at `path`, if any."""
     parts = [p for p in path.split("/") if p]
     if parts == ["version"]:
@@ -109,12 +109,12 @@ def document(path: str) -> Obj | None:
     if parts == ["api"]:
         return api_versions()
     if parts == ["apis"]:
-        return api_groups()
+        return api_groups(table)
     if len(parts) == 2 and parts[0] == "api":
-        return resource_list("", parts[1])
+        return resource_list("", parts[1], table)
     if len(parts) == 3 and parts[0] == "apis":
-        return resource_list(parts[1], parts[2])
+        return resource_list(parts[1], parts[2], table)
     if len(parts) == 2 and parts[0] == "apis":
-        groups: list[Obj] = api_groups()["groups"]
+        groups: list[Obj] = api_groups(table)["groups"]
         return next((g for g in groups if g["name"] == parts[1]), None)
     return None

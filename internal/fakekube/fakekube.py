@@ -27,7 +27,7 @@ from internal.fakekube.faults import Fault, FaultInjector
 from internal.fakekube.handler import Handler, RequestRecord
 from internal.fakekube.operations import Operations
 from internal.fakekube.patching import MERGE, deep_copy
-from internal.fakekube.resources import ResourceType, for_object, resolve
+from internal.fakekube.resources import ResourceTable, ResourceType
 from internal.fakekube.selectors import make_filter
 from internal.fakekube.server import ServerRunner
 from internal.fakekube.store import Store, object_key
@@ -61,7 +61,9 @@ class FakeKube:
         self.store = Store(history_size, clock)
         self.token_reviews = TokenReviews()
         self.access_reviews = AccessReviews()
-        self.ops = Operations(self.store, self.token_reviews, self.access_reviews)
+        self.resources = ResourceTable()
+        """What this emulator serves: the built-in resources and the CRDs created since."""
+        self.ops = Operations(self.store, self.token_reviews, self.access_reviews, self.resources)
         self.faults = FaultInjector()
         self.watches = WatchHub(self.store)
         self.requests: Counter[tuple[str, str]] = Counter()
@@ -193,7 +195,7 @@ class FakeKube:
 
     def create(self, obj: Obj) -> Obj:
         """Create `obj` (apiVersion/kind pick the resource), keeping its `.status`."""
-        rt = for_object(obj)
+        rt = self.resources.for_object(obj)
         return deep_copy(self.store.create(rt, deep_copy(obj), None, via_api=False))
 
     def create_many(self, objs: Iterable[Obj], *, copy: bool = True) -> int:
@@ -211,7 +213,7 @@ class FakeKube:
             with self.store.lock:
                 for obj in objs:
                     fresh = deep_copy(obj) if copy else obj
-                    self.store.create(for_object(obj), fresh, None, via_api=False)
+                    self.store.create(self.resources.for_object(obj), fresh, None, via_api=False)
                     created += 1
         finally:
             if collecting:
@@ -239,17 +241,17 @@ class FakeKube:
 
     def patch_status(self, kind: str, name: str, status: Obj, namespace: str | None = None) -> Obj:
         """JSON-merge-patch `.status` of an object, as kubelet or a controller would."""
-        rt = resolve(kind)
+        rt = self.resources.resolve(kind)
         sub = "status" if rt.status_subresource else None
         return self._merge(kind, name, {"status": status}, namespace, sub)
 
     def delete(self, kind: str, name: str, namespace: str | None = None) -> Obj:
         """Delete now; watchers get DELETED. `kind` is a kind, plural or `plural.group`."""
-        rt = resolve(kind)
+        rt = self.resources.resolve(kind)
         return deep_copy(self.store.delete(rt, self._namespace(rt, namespace), name))
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> Obj:
-        rt = resolve(kind)
+        rt = self.resources.resolve(kind)
         return deep_copy(self.store.get(rt, self._namespace(rt, namespace), name))
 
     def list(
@@ -260,7 +262,7 @@ class FakeKube:
         field_selector: str | None = None,
     ) -> list[Obj]:
         """Objects of a resource (all namespaces when `namespace` is None), sorted by key."""
-        rt = resolve(kind)
+        rt = self.resources.resolve(kind)
         keep = make_filter(label_selector, field_selector, rt.field_labels)
         ns = namespace if rt.namespaced else None
         return deep_copy(self.store.list(rt, ns, keep).items)
@@ -268,7 +270,7 @@ class FakeKube:
     def _merge(
         self, kind: str, name: str, patch: Obj, namespace: str | None, sub: str | None
     ) -> Obj:
-        rt = resolve(kind)
+        rt = self.resources.resolve(kind)
         ns = self._namespace(rt, namespace)
         body = orjson.dumps(patch)
         return deep_copy(
@@ -282,7 +284,7 @@ class FakeKube:
         return namespace or "default"
 
     def _locate(self, obj: Obj) -> tuple[ResourceType, str | None, str]:
-        rt = for_object(obj)
+        rt = self.resources.for_object(obj)
         meta = obj.get("metadata") or {}
         return rt, self._namespace(rt, meta.get("namespace")), str(meta.get("name", ""))
 

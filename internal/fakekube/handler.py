@@ -23,6 +23,7 @@ from internal.fakekube import discovery, errors, routing
 from internal.fakekube.errors import ApiError
 from internal.fakekube.faults import FaultInjector
 from internal.fakekube.operations import Operations, Query, flag, int_param, object_filter, param
+from internal.fakekube.resources import ResourceTable
 from internal.fakekube.routing import Route
 from internal.fakekube.watch import WatchHub, WatchRequest
 
@@ -43,6 +44,7 @@ class App(Protocol):
     """What the handler needs from FakeKube."""
 
     ops: Operations
+    resources: ResourceTable
     faults: FaultInjector
     watches: WatchHub
     bookmark_interval: float
@@ -108,7 +110,7 @@ class Handler(BaseHTTPRequestHandler):
             self._send_json(code, doc)
             return
         query: Query = parse_qs(url.query, keep_blank_values=True)
-        route = routing.parse(url.path)
+        route = routing.parse(url.path, self.app.resources)
         verb = routing.verb_of(method, route, bool(flag(query, "watch")))
         resource = route.resource_label if route is not None else url.path
         content_type = self.headers.get("Content-Type") or ""
@@ -141,7 +143,7 @@ class Handler(BaseHTTPRequestHandler):
         if not self.app.authorized(self.headers.get("Authorization")):
             raise ApiError(401, "Unauthorized")
         if route is None:
-            doc = discovery.document(path) if method == "GET" else None
+            doc = discovery.document(path, self.app.resources) if method == "GET" else None
             if doc is None:
                 raise errors.route_not_found()
             self._send_json(200, doc)

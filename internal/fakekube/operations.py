@@ -17,7 +17,7 @@ from internal.fakekube import errors
 from internal.fakekube.auth import AccessReviews, TokenReviews
 from internal.fakekube.errors import ApiError
 from internal.fakekube.listing import Page
-from internal.fakekube.resources import ResourceType
+from internal.fakekube.resources import CRDS_QUALIFIED, ResourceTable, ResourceType
 from internal.fakekube.routing import Route
 from internal.fakekube.selectors import ObjectFilter, SelectorError, make_filter
 from internal.fakekube.store import Store
@@ -93,10 +93,17 @@ def list_body(rt: ResourceType, page: Page) -> bytes:
 class Operations:
     """Serves resource and review requests against a store."""
 
-    def __init__(self, store: Store, tokens: TokenReviews, access: AccessReviews) -> None:
+    def __init__(
+        self,
+        store: Store,
+        tokens: TokenReviews,
+        access: AccessReviews,
+        resources: ResourceTable | None = None,
+    ) -> None:
         self.store = store
         self.tokens = tokens
         self.access = access
+        self.resources = resources if resources is not None else ResourceTable()
 
     def serve(self, route: Route, verb: str, query: Query, body: bytes, content_type: str) -> Reply:
         if route.review is not None:
@@ -149,7 +156,13 @@ class Operations:
             raise ApiError(405, "the server does not allow this method on the requested resource")
         if rt.namespaced and route.namespace is None:
             raise ApiError(405, "the server does not allow this method on the requested resource")
-        return Reply(201, self.store.create(rt, parse_body(body), route.namespace, via_api=True))
+        obj = parse_body(body)
+        if rt.qualified == CRDS_QUALIFIED:
+            try:
+                self.resources.add_crd(obj)  # checked before it is stored
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ApiError(422, f"invalid CustomResourceDefinition: {exc}") from None
+        return Reply(201, self.store.create(rt, obj, route.namespace, via_api=True))
 
     def _delete(self, rt: ResourceType, route: Route, body: bytes) -> Reply:
         options = parse_body(body) if body.strip() else {}
@@ -161,6 +174,8 @@ class Operations:
             precondition_rv=preconditions.get("resourceVersion"),
             precondition_uid=preconditions.get("uid"),
         )
+        if rt.qualified == CRDS_QUALIFIED:
+            self.resources.remove_crd(deleted)
         if rt.plural == "pods":
             return Reply(200, deleted)
         meta = deleted["metadata"]

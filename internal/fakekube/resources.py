@@ -8,8 +8,10 @@ router and discovery agree on them instead of sprinkling special cases around.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 # What create does with a `.status` the caller sent: keep it, drop it, or reset it.
 StatusOnCreate = Literal["keep", "drop", "empty", "pending"]
@@ -155,41 +157,163 @@ RESOURCES: tuple[ResourceType, ...] = (
         tracks_generation=True,
         custom=True,
     ),
+    # Registering a CRD serves its resource (ResourceTable.add_crd), as the API server does.
+    ResourceType(
+        group="apiextensions.k8s.io",
+        version="v1",
+        plural="customresourcedefinitions",
+        kind="CustomResourceDefinition",
+        namespaced=False,
+        singular="customresourcedefinition",
+    ),
+    # The kinds megamon ships descriptions for (docs/kinds.md).
+    ResourceType(
+        group="trainer.kubeflow.org",
+        version="v1alpha1",
+        plural="trainjobs",
+        kind="TrainJob",
+        namespaced=True,
+        singular="trainjob",
+        status_subresource=True,
+        status_on_create="drop",
+        tracks_generation=True,
+        custom=True,
+    ),
+    ResourceType(
+        group="kueue.x-k8s.io",
+        version="v1beta1",
+        plural="workloads",
+        kind="Workload",
+        namespaced=True,
+        singular="workload",
+        status_subresource=True,
+        status_on_create="drop",
+        tracks_generation=True,
+        custom=True,
+    ),
 )
 
-_BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
-_BY_KIND = {(r.api_version, r.kind): r for r in RESOURCES}
-_BY_NAME: dict[str, ResourceType] = {}
-for _r in RESOURCES:
-    for _alias in (_r.plural, _r.singular, _r.kind.lower(), _r.qualified):
-        _BY_NAME[_alias] = _r
-    _BY_NAME[f"{_r.kind.lower()}.{_r.group}"] = _r
+CRDS_QUALIFIED = "customresourcedefinitions.apiextensions.k8s.io"
+
+
+def _crd_types(crd: dict[str, Any]) -> list[ResourceType]:
+    """The resources a CustomResourceDefinition object serves, one per served version."""
+    spec = crd.get("spec")
+    if not isinstance(spec, dict):
+        raise TypeError("a CustomResourceDefinition needs a spec")
+    names = spec.get("names") or {}
+    group, plural, kind = spec.get("group"), names.get("plural"), names.get("kind")
+    if not all(isinstance(v, str) and v for v in (group, plural, kind)):
+        raise ValueError("a CustomResourceDefinition needs spec.group, names.plural and kind")
+    found = []
+    for version in spec.get("versions") or []:
+        if not isinstance(version, dict) or version.get("served") is False:
+            continue
+        subresources = version.get("subresources") or {}
+        found.append(
+            ResourceType(
+                group=str(group),
+                version=str(version.get("name")),
+                plural=str(plural),
+                kind=str(kind),
+                namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+                singular=str(names.get("singular") or str(kind).lower()),
+                status_subresource="status" in subresources,
+                status_on_create="drop" if "status" in subresources else "keep",
+                tracks_generation=True,
+                custom=True,
+            )
+        )
+    return found
+
+
+class ResourceTable:
+    """The resources one emulator serves: the built-in ones, plus those of the CRDs created
+    through its API (each emulator has its own table)."""
+
+    def __init__(self, types: tuple[ResourceType, ...] = RESOURCES) -> None:
+        self._lock = threading.Lock()
+        self._by_path: dict[tuple[str, str, str], ResourceType] = {}
+        self._by_kind: dict[tuple[str, str], ResourceType] = {}
+        self._by_name: dict[str, ResourceType] = {}
+        self._from_crd: dict[str, list[ResourceType]] = {}
+        for rt in types:
+            self._add(rt)
+
+    def _add(self, rt: ResourceType) -> None:
+        self._by_path[(rt.group, rt.version, rt.plural)] = rt
+        self._by_kind[(rt.api_version, rt.kind)] = rt
+        for alias in (rt.plural, rt.singular, rt.kind.lower(), rt.qualified):
+            self._by_name.setdefault(alias, rt)
+        self._by_name.setdefault(f"{rt.kind.lower()}.{rt.group}", rt)
+
+    def __iter__(self) -> Iterator[ResourceType]:
+        with self._lock:
+            return iter(list(self._by_path.values()))
+
+    def add_crd(self, crd: dict[str, Any]) -> None:
+        """Serve the resource of a CustomResourceDefinition that was just created."""
+        types = _crd_types(crd)
+        with self._lock:
+            self._from_crd[str(crd["metadata"]["name"])] = types
+            for rt in types:
+                self._add(rt)
+
+    def remove_crd(self, crd: dict[str, Any]) -> None:
+        """Stop serving the resource of a deleted CustomResourceDefinition."""
+        with self._lock:
+            for rt in self._from_crd.pop(str(crd["metadata"]["name"]), []):
+                self._by_path.pop((rt.group, rt.version, rt.plural), None)
+                self._by_kind.pop((rt.api_version, rt.kind), None)
+                for alias, found in list(self._by_name.items()):
+                    if found is rt:
+                        del self._by_name[alias]
+
+    def by_path(self, group: str, version: str, plural: str) -> ResourceType | None:
+        """The resource served at `/apis/{group}/{version}/{plural}` (group "" for core)."""
+        return self._by_path.get((group, version, plural))
+
+    def by_kind(self, api_version: str, kind: str) -> ResourceType | None:
+        """The resource of objects with this `apiVersion` and `kind`."""
+        return self._by_kind.get((api_version, kind))
+
+    def resolve(self, name: str) -> ResourceType:
+        """Look up a resource by kind (`Node`), plural (`nodes`), singular or `plural.group`."""
+        found = self._by_name.get(name.lower())
+        if found is None:
+            raise KeyError(f"unknown resource or kind {name!r}")
+        return found
+
+    def for_object(self, obj: dict[str, object]) -> ResourceType:
+        """The resource an object belongs to, from its `apiVersion` and `kind`."""
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if not isinstance(api_version, str) or not isinstance(kind, str):
+            raise TypeError("object needs string apiVersion and kind")
+        found = self.by_kind(api_version, kind)
+        if found is None:
+            raise KeyError(f"unknown apiVersion/kind {api_version}/{kind}")
+        return found
+
+
+BUILTIN = ResourceTable()
+"""The built-in resources only (never extended): for callers without an emulator at hand."""
 
 
 def by_path(group: str, version: str, plural: str) -> ResourceType | None:
-    """The resource served at `/apis/{group}/{version}/{plural}` (group "" for core)."""
-    return _BY_PATH.get((group, version, plural))
+    """The built-in resource served at `/apis/{group}/{version}/{plural}`."""
+    return BUILTIN.by_path(group, version, plural)
 
 
 def by_kind(api_version: str, kind: str) -> ResourceType | None:
-    """The resource of objects with this `apiVersion` and `kind`."""
-    return _BY_KIND.get((api_version, kind))
+    """The built-in resource of objects with this `apiVersion` and `kind`."""
+    return BUILTIN.by_kind(api_version, kind)
 
 
 def resolve(name: str) -> ResourceType:
-    """Look up a resource by kind (`Node`), plural (`nodes`), singular or `plural.group`."""
-    found = _BY_NAME.get(name.lower())
-    if found is None:
-        raise KeyError(f"unknown resource or kind {name!r}")
-    return found
+    """Look up a built-in resource by kind, plural, singular or `plural.group`."""
+    return BUILTIN.resolve(name)
 
 
 def for_object(obj: dict[str, object]) -> ResourceType:
-    """The resource an object belongs to, from its `apiVersion` and `kind`."""
-    api_version, kind = obj.get("apiVersion"), obj.get("kind")
-    if not isinstance(api_version, str) or not isinstance(kind, str):
-        raise TypeError("object needs string apiVersion and kind")
-    found = by_kind(api_version, kind)
-    if found is None:
-        raise KeyError(f"unknown apiVersion/kind {api_version}/{kind}")
-    return found
+    """The built-in resource an object belongs to, from its `apiVersion` and `kind`."""
+    return BUILTIN.for_object(obj)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from internal.fakekube.resources import ResourceType, by_path
+from internal.fakekube.resources import BUILTIN, ResourceTable, ResourceType
 
 REVIEWS = {
     ("authentication.k8s.io", "v1", "tokenreviews"): "TokenReview",
@@ -36,7 +36,7 @@ class Route:
         return f"{base}/{self.subresource}" if self.subresource else base
 
 
-def parse(path: str) -> Route | None:
+def parse(path: str, table: ResourceTable = BUILTIN) -> Route | None:
     """The route of an API path, or None when nothing is served there."""
     parts = [p for p in path.split("/") if p]
     if len(parts) >= 2 and parts[0] == "api":
@@ -55,7 +55,7 @@ def parse(path: str) -> Route | None:
         namespace, rest = rest[1], rest[2:]
     if not rest or len(rest) > 3:
         return None
-    rt = by_path(group, version, rest[0])
+    rt = table.by_path(group, version, rest[0])
     if rt is None or (namespace is not None and not rt.namespaced):
         return None
     name = rest[1] if len(rest) >= 2 else None

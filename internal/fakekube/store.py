@@ -44,7 +44,10 @@ class Store:
         self._buckets = {rt.qualified: Bucket(rt.qualified) for rt in RESOURCES}
 
     def bucket(self, rt: ResourceType) -> Bucket:
-        return self._buckets[rt.qualified]
+        found = self._buckets.get(rt.qualified)
+        if found is None:  # the resource of a CRD created since
+            found = self._buckets[rt.qualified] = Bucket(rt.qualified)
+        return found
 
     def _now(self) -> str:
         return datetime.fromtimestamp(self.clock(), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -9,7 +9,13 @@ from typing import Any
 
 import orjson
 
-from megamon.cli.history import KINDS_HELP, add_history_options, history_store, parse_kind
+from megamon.cli.history import (
+    KINDS_HELP,
+    add_history_options,
+    history_store,
+    parse_kind,
+    resolve_kind,
+)
 from megamon.codec import history as codec
 
 
@@ -40,16 +46,18 @@ def _print(document: Any) -> None:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    snapshot = history_store(args).read(args.kind)
+    kind = resolve_kind(args.kind, args)  # a wrong kind is refused before anything is read
+    snapshot = history_store(args).read(kind)
     _print(orjson.loads(codec.encode_event_file(snapshot.records)))
     return 0
 
 
 def run_archive(args: argparse.Namespace) -> int:
+    kind = resolve_kind(args.kind, args)
     store = history_store(args)
     if args.key is None:
-        _print(store.archived_keys(args.kind))
+        _print(store.archived_keys(kind))
     else:
-        entries = store.read_archive(args.kind, args.key)
+        entries = store.read_archive(kind, args.key)
         _print([orjson.loads(codec.encode_archive_entry(e)) for e in entries])
     return 0

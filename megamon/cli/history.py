@@ -15,6 +15,7 @@ from pathlib import Path
 
 from megamon.config import DEFAULT_CONFIG_PATH, Config, load_config
 from megamon.domain import timestamps
+from megamon.domain.descriptions import shipped, shipped_names
 from megamon.domain.kinds import Kind, event_file
 from megamon.errors import ConfigError
 from megamon.stores.base import EventStore
@@ -40,11 +41,32 @@ def add_history_options(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_kind(text: str) -> Kind:
-    try:
-        return Kind(text)
-    except ValueError:
-        known = ", ".join(k.value for k in Kind)
-        raise argparse.ArgumentTypeError(f"unknown kind {text!r} (known: {known})") from None
+    """A built-in kind, or the noun of a shipped description (``trainjob``); which files a
+    described one has comes from the configuration (``resolve_kind``)."""
+    nouns = [k.value for k in Kind] + [shipped(name).Noun for name in shipped_names()]
+    if text not in nouns:
+        known = ", ".join(dict.fromkeys(nouns))
+        raise argparse.ArgumentTypeError(f"unknown kind {text!r} (known: {known})")
+    return Kind(text)
+
+
+def described_kinds(args: argparse.Namespace) -> list[Kind]:
+    """The described kinds of the configuration the history options name."""
+    return [description.kind for description in history_config(args).WorkloadKinds]
+
+
+def resolve_kind(kind: Kind, args: argparse.Namespace) -> Kind:
+    """``kind`` itself if built in, else the configuration's description of that noun (which
+    says where its history lives); ``ConfigError`` when there is none."""
+    if kind.builtin:
+        return kind
+    for described in described_kinds(args):
+        if described == kind:
+            return described
+    raise ConfigError(
+        f"kind {kind.value!r} is neither built in nor described in the configuration's "
+        "WorkloadKinds (docs/kinds.md)"
+    )
 
 
 def parse_now(text: str | None) -> int:

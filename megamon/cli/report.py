@@ -24,11 +24,13 @@ from megamon.cli import report_format, report_html
 from megamon.cli.history import (
     KINDS_HELP,
     add_history_options,
+    described_kinds,
     history_config,
     history_overrides,
     history_store,
     parse_kind,
     parse_now,
+    resolve_kind,
 )
 from megamon.codec import report as report_codec
 from megamon.domain import timestamps
@@ -217,7 +219,10 @@ def run(args: argparse.Namespace) -> int:
     now = parse_now(args.now)
     window = Window(now=now, since=parse_since(args.since, now))
     store = history_store(args)
-    kinds = selected_kinds(args.kind)
+    if args.kind:
+        kinds = [resolve_kind(kind, args) for kind in selected_kinds(args.kind)]
+    else:
+        kinds = [*Kind, *described_kinds(args)]
     resources = list(read_resources(store, kinds, read_labels(args)))
     _write(render(availability_report(resources, window), args.format), args.output)
     return 0

@@ -37,6 +37,17 @@ class Attrs(BaseModel):
     lws_uid: str = Field("", alias="lwsUID")
 
 
+class WorkloadAttrs(Attrs):
+    """The attrs of a described kind's resource (docs/kinds.md) whose labels are not a
+    built-in kind's: its name, namespace and UID, which its series carry under the label keys
+    its description names. A subclass, so that ``Attrs`` — the report JSON's attribute keys
+    — stays the Go megamon's; the archive of a retired resource keeps them."""
+
+    workload_name: str = Field("", alias="workloadName")
+    workload_namespace: str = Field("", alias="workloadNamespace")
+    workload_uid: str = Field("", alias="workloadUID")
+
+
 class Observation(BaseModel):
     """Counts and state of one resource; ``up`` is derived from them by ``build``."""
 

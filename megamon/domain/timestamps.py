@@ -6,7 +6,8 @@ duration megamon reports must match it to the nanosecond. So timestamps live in 
 UTC, a trailing ``Z``, and a fraction of up to nine digits with trailing zeros removed
 (``2026-05-04T18:30:00Z``, ``2026-05-04T18:23:24.1234Z``).
 
-Only timestamps in [1970, 2100) are accepted (``MIN_NS``, ``MAX_NS``): one event stamped in
+Only timestamps in [1970, 2100) are accepted (``MIN_NS``, ``MAX_NS``), and Go's zero time
+(``GO_ZERO_NS``), which the Go megamon writes for a time it never set: one event stamped in
 year 9999 would otherwise become the floor of every later event of its key (events are never
 stamped before the last one) and push durations past what Go's ``time.Duration`` and a JSON
 integer hold. Within that horizon no single duration comes near 2⁶³ ns (292 years); sums of
@@ -43,9 +44,17 @@ class TimestampError(ValueError):
     outside [1970, 2100)."""
 
 
+GO_ZERO_NS = -62_135_596_800 * NANOS_PER_SECOND
+"""``0001-01-01T00:00:00Z``, Go's zero ``time.Time``: what the Go megamon writes for a time
+it never set. Accepted as the one exception to the horizon, so a history or a ``--now`` that
+carries it summarizes as the Go megamon summarizes it (durations saturate), rather than
+being refused."""
+
+
 def check(ns: int, text: object = None) -> int:
-    """``ns`` when it is within the horizon, else a ``TimestampError`` naming it."""
-    if MIN_NS <= ns < MAX_NS:
+    """``ns`` when it is within the horizon (or Go's zero time), else a ``TimestampError``
+    naming it."""
+    if MIN_NS <= ns < MAX_NS or ns == GO_ZERO_NS:
         return ns
     shown = text if text is not None else ns
     if ns < MIN_NS:
@@ -138,7 +147,7 @@ def _parse(text: str) -> int:
     return seconds * NANOS_PER_SECOND + nanos
 
 
-_MIN_TEXT_NS = -62_135_596_800 * NANOS_PER_SECOND
+_MIN_TEXT_NS = GO_ZERO_NS
 """0001-01-01T00:00:00Z, the first instant RFC 3339 can write."""
 
 

@@ -30,6 +30,7 @@ from megamon.domain.reports import Report
 from megamon.errors import MegamonError
 from megamon.observing.cluster import (
     WORKLOAD_KINDS,
+    WorkloadObservers,
     observe_pools,
     observe_scheduling,
     observe_workloads,
@@ -80,6 +81,7 @@ class Aggregator:
         export: Callable[[Report], object],
         intervals: Intervals = Intervals(),
         slice_owners: SliceOwners | None = None,
+        observers: WorkloadObservers | None = None,
         is_leader: Callable[[], bool] = lambda: True,
         instruments: Instruments | None = None,
         memos: Memos | None = None,
@@ -94,6 +96,8 @@ class Aggregator:
         self._export = export
         self._intervals = intervals
         self._slice_owners = slice_owners or SliceOwners(MemoryOwnerMapStore())
+        self._observers = observers or WorkloadObservers()
+        self._workload_kinds = self._kinds & (WORKLOAD_KINDS | self._observers.kinds)
         self._is_leader = is_leader
         self._instruments = instruments or Instruments.unregistered()
         self._clock = clock
@@ -173,7 +177,12 @@ class Aggregator:
         slices = Kind.SLICE in self._kinds
         owners = self._slice_owners.current() if slices else {}
         result = observe_workloads(
-            snapshot, self._kinds & WORKLOAD_KINDS, owners, self._settings, now
+            snapshot,
+            self._workload_kinds,
+            owners,
+            self._settings,
+            now,
+            observers=self._observers,
         )
         self._report_problems(result.problems)
         if slices:

@@ -3,26 +3,39 @@ observations per enabled kind, the scheduling map and the slice→owner map. Pur
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from megamon.domain.descriptions import KindDescription
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.domain.owners import SliceOwner
 from megamon.domain.reports import ScheduledJob
 from megamon.observing.common import Memos, Observed, Problem, Settings
+from megamon.observing.described import DescribedObserver
 from megamon.observing.nodepools import observe_nodepools
 from megamon.observing.scheduling import scheduling_map
 from megamon.observing.slices import observe_slices
-from megamon.observing.workloads import (
-    observe_jobset_nodes,
-    observe_jobsets,
-    observe_leaderworkersets,
-)
+from megamon.observing.workloads import WorkloadObserver
 from megamon.sources.gke.views import NodePoolView
 from megamon.sources.kube.snapshot import ClusterSnapshot
 
 WORKLOAD_KINDS = frozenset({Kind.JOBSET, Kind.JOBSET_NODES, Kind.SLICE, Kind.LEADERWORKERSET})
+"""The built-in kinds observed from the cluster's watch caches (node pools join GKE too)."""
+
+
+class WorkloadObservers:
+    """Every workload observer, with its memos: built once (``megamon.app``), called each
+    cycle. ``described`` are the configuration's ``WorkloadKinds``."""
+
+    def __init__(self, described: Sequence[KindDescription] = ()) -> None:
+        self.builtin = WorkloadObserver()
+        self.described = {d.kind: DescribedObserver(d) for d in described}
+
+    @property
+    def kinds(self) -> frozenset[Kind]:
+        """The described kinds these observers observe."""
+        return frozenset(self.described)
 
 
 @dataclass
@@ -45,19 +58,30 @@ def observe_workloads(
     owner_map: Mapping[str, SliceOwner],
     settings: Settings,
     now: int,
+    *,
+    observers: WorkloadObservers,
 ) -> WorkloadObservation:
-    """JobSets, JobSet nodes, LWS and Slices, as far as they are enabled."""
+    """JobSets, JobSet nodes, LWS, Slices and described kinds, as far as they are enabled.
+
+    A described kind whose watch has not listed (its resource not served, say) is left out
+    of the batch: its history stays as it is, rather than every resource ending.
+    """
     kinds = set(kinds)
     jobsets = list(snapshot.jobsets.values())
     lwss = list(snapshot.leaderworkersets.values())
     result = WorkloadObservation(owner_map=dict(owner_map))
+    builtin = observers.builtin
     if Kind.JOBSET in kinds:
-        _take(result, Kind.JOBSET, observe_jobsets(jobsets, settings))
+        _take(result, Kind.JOBSET, builtin.jobsets(jobsets, settings))
     if Kind.JOBSET_NODES in kinds:
         nodes = snapshot.nodes.values()
-        _take(result, Kind.JOBSET_NODES, observe_jobset_nodes(jobsets, nodes, now, settings))
+        _take(result, Kind.JOBSET_NODES, builtin.jobset_nodes(jobsets, nodes, now, settings))
     if Kind.LEADERWORKERSET in kinds:
-        _take(result, Kind.LEADERWORKERSET, observe_leaderworkersets(lwss, settings))
+        _take(result, Kind.LEADERWORKERSET, builtin.leaderworkersets(lwss, settings))
+    for kind, observe in observers.described.items():
+        views = snapshot.described.get(kind)
+        if kind in kinds and views is not None:
+            _take(result, kind, observe(views.values(), settings))
     if Kind.SLICE in kinds:
         observed, result.owner_map = observe_slices(
             snapshot.slices.values(), jobsets, lwss, owner_map, settings
@@ -71,9 +95,12 @@ def observe_pools(
     snapshot: ClusterSnapshot,
     settings: Settings,
     now: int,
-    memos: Memos,
+    memos: Memos | None = None,
 ) -> Observed:
-    return observe_nodepools(pools, snapshot.nodes.values(), now, settings, memos.nodepools)
+    """Every TPU node pool; ``memos`` (the caller's, kept between cycles) reuses what the last
+    cycle built for pools whose inputs did not change."""
+    memo = memos.nodepools if memos is not None else None
+    return observe_nodepools(pools, snapshot.nodes.values(), now, settings, memo)
 
 
 def observe_scheduling(

@@ -74,6 +74,15 @@ ACCELERATOR_ATTR = "tpuAccelerator"
 TOPOLOGY_ATTR = "tpuTopology"
 
 _KIND_ORDER = {kind: index for index, kind in enumerate(Kind)}
+_DESCRIBED_NAME_ATTRS = ("workloadNamespace", "workloadName")
+"""A described kind's resource names (docs/kinds.md), unless its labels are a built-in's."""
+
+
+def _kind_rank(kind: Kind) -> tuple[int, str]:
+    """Built-in kinds in their order, then described kinds by noun."""
+    return _KIND_ORDER.get(kind, len(_KIND_ORDER)), kind.value
+
+
 _LIVE_LAST = 1 << 62
 """Sort position of a live resource: after every retirement of the same key."""
 
@@ -141,7 +150,9 @@ class Resource:
     @property
     def name(self) -> str:
         """The human name (``namespace/name`` for workloads); the key when attrs lack it."""
-        parts = [_text_attr(self.attrs, a) for a in _NAME_ATTRS.get(self.kind, ())]
+        parts = [
+            _text_attr(self.attrs, a) for a in _NAME_ATTRS.get(self.kind, _DESCRIBED_NAME_ATTRS)
+        ]
         return "/".join(parts) if all(parts) and parts else self.key
 
 
@@ -413,10 +424,10 @@ def resource_availability(resource: Resource, window: Window) -> ResourceAvailab
     )
 
 
-def _sort_key(figures: ResourceAvailability) -> tuple[int, str, str, int]:
+def _sort_key(figures: ResourceAvailability) -> tuple[tuple[int, str], str, str, int]:
     r = figures.resource
     retired = r.retired_at if r.retired_at is not None else _LIVE_LAST
-    return (_KIND_ORDER[r.kind], r.name, r.key, retired)
+    return (_kind_rank(r.kind), r.name, r.key, retired)
 
 
 def aggregate(figures: Iterable[ResourceAvailability]) -> tuple[Aggregate, ...]:
@@ -425,7 +436,7 @@ def aggregate(figures: Iterable[ResourceAvailability]) -> tuple[Aggregate, ...]:
     for f in figures:
         r = f.resource
         groups.setdefault((r.kind, r.accelerator, r.topology), []).append(f)
-    ordered = sorted(groups, key=lambda g: (_KIND_ORDER[g[0]], g[1], g[2]))
+    ordered = sorted(groups, key=lambda g: (_kind_rank(g[0]), g[1], g[2]))
     return tuple(_aggregate_group(key, groups[key]) for key in ordered)
 
 

@@ -37,6 +37,7 @@ import yaml
 
 from megamon.app import LEASE_NAME, POD_NAMESPACE_ENV
 from megamon.config import DEFAULT_CONFIG_PATH, Config, parse_config
+from megamon.domain.descriptions import shipped
 from megamon.serving.http import HEALTHZ_PATH, METRICS_PATH, READYZ_PATH, parse_addr
 from megamon.sources.kube import resources
 
@@ -64,7 +65,11 @@ FEATURE_COMPONENTS = {
     "leader-election": "components/leader-election",
     "job-labelling": "components/job-labelling",
     "secure-metrics": "components/secure-metrics",
+    "workload-kinds": "components/workload-kinds",
 }
+
+SHIPPED_WORKLOAD_KINDS = ("trainjob", "kueue-workload")
+"""The described kinds components/workload-kinds grants (docs/kinds.md)."""
 
 Grant = tuple[str, str, str, str, str | None]
 """(scope: "cluster" or a namespace, API group, resource, verb, resource name or None)."""
@@ -644,6 +649,10 @@ def _needed(config: Config, namespace: str, features: set[str]) -> set[Grant]:
         (r.group, r.plural)
         for r in (resources.JOBSETS, resources.LEADERWORKERSETS, resources.SLICES)
     ]
+    described = list(config.WorkloadKinds)
+    if "workload-kinds" in features:
+        described += [shipped(name) for name in SHIPPED_WORKLOAD_KINDS]
+    watched += [(d.Group, d.Resource) for d in described]
     for group, resource in watched:
         needed |= {("cluster", group, resource, verb, None) for verb in ("list", "watch")}
     for ref in (config.ReportConfigMapRef, config.SliceOwnerMapConfigMapRef):

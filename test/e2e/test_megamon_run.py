@@ -15,7 +15,11 @@ from kubernetes import config as kube_config
 
 from internal.fakegke import FakeGke
 from internal.fakekube.fakekube import FakeKube
+from megamon.config import parse_config
+from megamon.stores.factory import gcs_client
+from megamon.stores.gcs import GcsEventStore
 from test.e2e.harness import MegamonProcess, Samples, parse, value
+from test.observing.scenarios.test_described_scenarios import RAYJOB_CONFIG, rayjob_crd
 from test.observing.scenarios.world import CLUSTER, LOCATION, PROJECT, World
 from test.otlp_receiver import Receiver, attributes, otlp_receiver, pushed
 
@@ -293,3 +297,35 @@ def test_otlp_pushes_the_metrics_series_to_the_collector(
     for n, lab, pushed_value in samples:
         if n in ("megamon_nodepool_up", "megamon_nodepool_tpu_chip_count"):
             assert scraped[(n, lab)] == pushed_value, n
+
+
+def test_a_kind_declared_in_the_configuration_is_tracked_and_survives_a_restart(
+    world: World, start: Any, gcs_bucket: str, gcs_emulator_env: str
+) -> None:
+    """A kind megamon ships nothing for (docs/kinds.md): its CRD created with the official
+    client, declared in config.json, its series on /metrics, its history in the bucket."""
+    rayjob = parse_config(orjson.dumps({"WorkloadKinds": [RAYJOB_CONFIG]}), "c").WorkloadKinds[0]
+    k8s.ApiextensionsV1Api(world.api).create_custom_resource_definition(rayjob_crd())
+    group = {"replicas": 2, "nodeSelector": {"cloud.google.com/gke-tpu-topology": "2x4"}}
+    uid = world.described(
+        rayjob, {"name": "ray", "kind": "RayJob", "spec": {"workerGroups": [group]}}
+    )
+    world.described_status(rayjob, "ray", {"readyWorkers": 2})
+    first = start(WorkloadKinds=[RAYJOB_CONFIG, "trainjob"])
+    up = first.settle(lambda s: value(s, "megamon_rayjob_up", rayjob_uid=uid) == 1.0, "up")
+    assert value(up, "megamon_rayjob_tpu_chip_count", rayjob_name="ray") == 16.0
+    assert value(up, "megamon_rayjob_up", rayjob_namespace="team", tpu_topology="2x4") == 1.0
+    world.described_status(rayjob, "ray", {"readyWorkers": 1})
+    first.settle(
+        lambda s: value(s, "megamon_rayjob_interruption_count", rayjob_uid=uid) == 1.0, "down"
+    )
+    assert "does not serve trainjobs" not in first.log(), "the emulator serves TrainJobs"
+    assert first.stop() == 0
+
+    history = GcsEventStore(gcs_client("megamon-test"), gcs_bucket, PATH).read(rayjob.kind)
+    assert uid in history.records
+    second = start(WorkloadKinds=[RAYJOB_CONFIG, "trainjob"])
+    after = second.settle(
+        lambda s: value(s, "megamon_rayjob_interruption_count", rayjob_uid=uid) == 1.0, "kept"
+    )
+    assert value(after, "megamon_rayjob_up", rayjob_uid=uid) == 0.0

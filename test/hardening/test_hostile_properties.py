@@ -22,7 +22,12 @@ from megamon.domain import labels, timestamps
 from megamon.domain.kinds import Kind
 from megamon.domain.rejections import REASONS, Rejection
 from megamon.errors import EventFileError
-from megamon.observing.cluster import observe_pools, observe_scheduling, observe_workloads
+from megamon.observing.cluster import (
+    WorkloadObservers,
+    observe_pools,
+    observe_scheduling,
+    observe_workloads,
+)
 from megamon.observing.common import Settings
 from megamon.observing.nodepools import _is_tpu_pool
 from megamon.sources.gke.lister import GkeNodePoolLister, make_client
@@ -202,7 +207,8 @@ def test_what_the_caches_keep_never_breaks_an_observer(
         leaderworkersets=cache_of("leaderworkerset", lwss)[0].snapshot(),
         slices=cache_of("slice", slices)[0].snapshot(),
     )
-    result = observe_workloads(snapshot, set(Kind) - {Kind.NODEPOOL}, {}, Settings(), NOW)
+    kinds = set(Kind) - {Kind.NODEPOOL}
+    result = observe_workloads(snapshot, kinds, {}, Settings(), NOW, observers=WorkloadObservers())
     observed = sum(len(batch) for batch in result.batch.values())
     assert observed + len(result.problems) >= len({js.uid for js in snapshot.jobsets.values()})
     registry = CollectorRegistry()

@@ -31,7 +31,7 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.samples import Sample
 
 from megamon.domain import labels as resource_states
-from megamon.domain.kinds import Kind
+from megamon.domain.kinds import Kind, kind_spec
 from megamon.domain.observations import Attrs, Observation
 from megamon.domain.reports import KindReport, Report
 from megamon.domain.summaries import Summary
@@ -43,13 +43,9 @@ log = logging.getLogger(__name__)
 _MAX_WARNED = 10_000
 """Distinct failures remembered for warn-once; past that the memory starts over."""
 
-_NOUNS: dict[Kind, str] = {
-    Kind.NODEPOOL: "node pool",
-    Kind.JOBSET: "JobSet",
-    Kind.JOBSET_NODES: "JobSet's nodes",
-    Kind.SLICE: "slice",
-    Kind.LEADERWORKERSET: "LeaderWorkerSet",
-}
+_WORKLOAD_FIELDS = ("workload_name", "workload_namespace", "workload_uid")
+"""The ``Attrs`` fields of a described kind's name, namespace and UID; their label keys are
+the kind's own (``KindSpec.workload_labels``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,14 +149,21 @@ def _text(field: str, value: object) -> str:
     return value
 
 
-def attr_labels(attrs: Attrs) -> dict[str, str]:
-    """The label set of a resource: its non-empty attrs, ``spot="true"`` only when spot."""
+def attr_labels(
+    attrs: Attrs, workload_labels: tuple[str, str, str] = ("", "", "")
+) -> dict[str, str]:
+    """The label set of a resource: its non-empty attrs, ``spot="true"`` only when spot; a
+    described kind's name, namespace and UID under the label keys its description names."""
     labels: dict[str, str] = {}
     for field, key in names.ATTR_LABELS:
         value = getattr(attrs, field)
         if value is True:
             labels[key] = names.SPOT_TRUE
         elif value:
+            labels[key] = _text(field, value)
+    for field, key in zip(_WORKLOAD_FIELDS, workload_labels, strict=True):
+        value = getattr(attrs, field, "")
+        if value and key:
             labels[key] = _text(field, value)
     return labels
 
@@ -217,7 +220,7 @@ _NO_SUMMARY = (None,) * len(_SUMMARY_GAUGES)
 
 def _kind_families(prefix: str, kind: Kind) -> list[tuple[str, str]]:
     """(name, help) of every family of ``kind``, in exposition order."""
-    noun = _NOUNS.get(kind, kind.value)
+    noun = kind_spec(kind).noun or kind.value
     specs = [
         (names.UP, _UP_HELP),
         *((spec.suffix, spec.help) for spec in _SUMMARY_GAUGES),
@@ -347,8 +350,11 @@ class ReportCollector:
         is_leader: Callable[[], bool] = _always_leader,
         *,
         build: BuildInfo,
+        described: Sequence[Kind] = (),
     ) -> None:
         self._prefix = prefix
+        self._described = tuple(described)
+        """The configuration's described kinds: their families follow the built-in kinds'."""
         self._latest = latest
         self._is_leader = is_leader
         self._build = build
@@ -362,7 +368,7 @@ class ReportCollector:
         yield from self._freshness_families()
         yield self._scheduling_family()
         yield GaugeMetricFamily(self._suspended_name, _SUSPENDED_HELP)
-        for kind in Kind:
+        for kind in (*Kind, *self._described):
             for name, help in _kind_families(self._prefix, kind):
                 yield GaugeMetricFamily(name, help)
 
@@ -380,11 +386,16 @@ class ReportCollector:
             return
         yield from self._guarded("freshness", partial(self._freshness, report))
         previous, self._label_sets = self._label_sets, {}
-        for kind in Kind:
+        for kind in self._rendered_kinds(report):
             kind_families = partial(self._kind, report, kind, previous)
             yield from self._guarded(f"kind {kind.value}", kind_families)
         yield from self._guarded("scheduling", partial(self._scheduling, report))
         yield from self._guarded("suspended", partial(self._suspended, report))
+
+    def _rendered_kinds(self, report: Report) -> list[Kind]:
+        """The built-in kinds, then every described kind the report holds, by noun."""
+        described = sorted((k for k in report.kinds if not k.builtin), key=str)
+        return [*Kind, *described]
 
     def _process_families(self) -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
         build_info = GaugeMetricFamily(
@@ -467,22 +478,30 @@ class ReportCollector:
         table = _KindTable(self._prefix, kind)
         kind_report: KindReport = report.kind(kind)
         summaries = kind_report.summaries
+        workload_labels = kind_spec(kind).workload_labels
         for key, obs in kind_report.observations.items():
             try:
-                table.add(self._labels(obs.attrs, previous), obs, summaries.get(key))
+                labels = self._labels(obs.attrs, workload_labels, previous)
+                table.add(labels, obs, summaries.get(key))
             except Exception as err:
                 self._warn_once(f"{kind.value} {key!r}", err)
         return table.gauges()
 
-    def _labels(self, attrs: Attrs, previous: dict[tuple[object, ...], _LabelSet]) -> _LabelSet:
+    def _labels(
+        self,
+        attrs: Attrs,
+        workload_labels: tuple[str, str, str],
+        previous: dict[tuple[object, ...], _LabelSet],
+    ) -> _LabelSet:
         """The label set of ``attrs``: escaped once, then reused while the resource lasts."""
         try:
-            key: tuple[object, ...] | None = _ATTR_VALUES(attrs)
+            workload = tuple(getattr(attrs, field, "") for field in _WORKLOAD_FIELDS)
+            key: tuple[object, ...] | None = (*_ATTR_VALUES(attrs), *workload, workload_labels)
             found = self._label_sets.get(key) or previous.get(key)  # type: ignore[arg-type]
         except TypeError:  # an unhashable attr value: attr_labels will say what is wrong
             key, found = None, None
         if found is None:
-            found = _LabelSet(attr_labels(attrs))
+            found = _LabelSet(attr_labels(attrs, workload_labels))
         if key is not None:
             self._label_sets[key] = found
         return found

@@ -7,13 +7,15 @@ current with watches; ``StaticCluster`` holds fixed snapshots for tests and tool
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from megamon.domain.descriptions import KindDescription
 from megamon.domain.kinds import Kind
 from megamon.domain.rejections import Rejection
 from megamon.sources.kube import resources
 from megamon.sources.kube.cache import WatchCache
+from megamon.sources.kube.described import DescribedView, described_projection
 from megamon.sources.kube.projections import jobset_view, lws_view, node_view, pod_view, slice_view
 from megamon.sources.kube.snapshot import ClusterSnapshot
 from megamon.sources.kube.watching import WatchSettings
@@ -63,8 +65,17 @@ class StaticCluster:
         return True
 
 
+def _cache_name(description: KindDescription) -> str:
+    return f"{description.Resource}.{description.Group}"
+
+
 class KubeCluster:
-    """Watch caches for nodes, leader pods, JobSets and, when enabled, LWS and Slices."""
+    """Watch caches for nodes, leader pods, JobSets and, when enabled, LWS, Slices and the
+    described kinds (one projected cache each, keeping only what its description reads).
+
+    A described kind's resource may not be served (its CRD not installed): its watch says so
+    once and keeps retrying, and neither readiness nor the other kinds wait for it.
+    """
 
     def __init__(
         self,
@@ -72,6 +83,7 @@ class KubeCluster:
         *,
         leaderworkersets: bool = False,
         slices: bool = False,
+        described: Sequence[KindDescription] = (),
         settings: WatchSettings | None = None,
         on_change: Callable[[], None] | None = None,
         on_problem: Callable[[Rejection], None] | None = None,
@@ -117,17 +129,28 @@ class KubeCluster:
             else None
         )
 
+        self.described: dict[Kind, WatchCache[DescribedView]] = {
+            d.kind: WatchCache(
+                _cache_name(d),
+                resources.custom_lister(api, resources.described_resource(d)),
+                described_projection(d),
+                **common,
+            )
+            for d in described
+        }
+
     def _caches(self) -> list[WatchCache[Any]]:
+        """The caches readiness waits for: every built-in one that is enabled."""
         optional = [c for c in (self.lws, self.slices) if c is not None]
         return [self.nodes, self.pods, self.jobsets, *optional]
 
     def start(self) -> KubeCluster:
-        for cache in self._caches():
+        for cache in [*self._caches(), *self.described.values()]:
             cache.start()
         return self
 
     def stop(self) -> None:
-        for cache in self._caches():
+        for cache in [*self._caches(), *self.described.values()]:
             cache.stop()
 
     def wait_synced(self, timeout: float) -> bool:
@@ -144,7 +167,11 @@ class KubeCluster:
         return all(cache.alive() for cache in self._caches())
 
     def last_contact_ns(self) -> int | None:
-        contacts = [cache.last_contact_ns for cache in self._caches()]
+        """The oldest last answer of every enabled built-in watch and of every described
+        kind's watch that has listed once: a described kind whose resource stopped being
+        served shows as stale Kubernetes data, one that never was does not."""
+        listed = [c for c in self.described.values() if c.synced.is_set()]
+        contacts = [cache.last_contact_ns for cache in [*self._caches(), *listed]]
         if any(c is None for c in contacts):
             return None
         return min(c for c in contacts if c is not None)
@@ -156,4 +183,9 @@ class KubeCluster:
             jobsets=self.jobsets.snapshot(),
             leaderworkersets=self.lws.snapshot() if self.lws else {},
             slices=self.slices.snapshot() if self.slices else {},
+            described={
+                kind: cache.snapshot()
+                for kind, cache in self.described.items()
+                if cache.synced.is_set()
+            },
         )

@@ -15,16 +15,18 @@ from sys import intern
 from typing import Any
 
 from megamon.domain import labels, timestamps
+from megamon.domain.descriptions import JOBSET_DESCRIPTION, LWS_DESCRIPTION, shipped
 from megamon.errors import ObservationError
+from megamon.sources.kube.described import (
+    DescribedView,
+    Json,
+    described_projection,
+    meta_and_name,
+)
 
-Json = dict[str, Any]
-
-
-def _meta(obj: Json, what: str) -> tuple[Json, str]:
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
-        raise ObservationError(f"{what} without metadata.name")
-    return meta, meta["name"]
+_meta = meta_and_name
+_JOBSET_DESCRIBED = described_projection(shipped(JOBSET_DESCRIPTION))
+_LWS_DESCRIBED = described_projection(shipped(LWS_DESCRIPTION))
 
 
 def _dict(obj: Json, key: str) -> Json:
@@ -147,32 +149,10 @@ def pod_view(obj: Json) -> PodView:
 
 
 @dataclass(frozen=True, slots=True)
-class TpuSelector:
-    """TPU attributes a pod template asks for through its ``nodeSelector``."""
-
-    accelerator: str = ""
-    topology: str = ""
-    spot: bool = False
-
-
-def _selector(template: Any) -> TpuSelector:
-    spec = template.get("spec") if isinstance(template, dict) else None
-    selector = spec.get("nodeSelector") if isinstance(spec, dict) else None
-    if not isinstance(selector, dict):
-        return TpuSelector()
-    return TpuSelector(
-        accelerator=str(selector.get(labels.TPU_ACCELERATOR, "")),
-        topology=str(selector.get(labels.TPU_TOPOLOGY, "")),
-        spot=selector.get(labels.SPOT) == "true",
-    )
-
-
-@dataclass(frozen=True, slots=True)
 class ReplicatedJobView:
     name: str
     replicas: int
     parallelism: int
-    tpu: TpuSelector
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +164,9 @@ class JobSetView:
     ready: int
     terminal: str
     """The first of Completed/Failed/Suspended whose condition is True, or ``""``."""
+    described: DescribedView
+    """What the shipped JobSet description reads (docs/kinds.md): the JobSet kind's counts,
+    ending and TPU shape."""
 
 
 def _replicated_job(raw: Any, where: str) -> ReplicatedJobView:
@@ -195,7 +178,6 @@ def _replicated_job(raw: Any, where: str) -> ReplicatedJobView:
         name=str(raw.get("name", "")),
         replicas=_int(raw.get("replicas"), 1, f"{where}: replicas"),
         parallelism=_int(job_spec.get("parallelism"), 1, f"{where}: parallelism"),
-        tpu=_selector(job_spec.get("template")),
     )
 
 
@@ -229,6 +211,7 @@ def jobset_view(obj: Json) -> JobSetView:
         replicated_jobs=tuple(_replicated_job(rj, where) for rj in raw_jobs),
         ready=ready,
         terminal=_terminal(obj),
+        described=_JOBSET_DESCRIBED(obj),
     )
 
 
@@ -239,7 +222,8 @@ class LwsView:
     namespace: str
     replicas: int
     ready_replicas: int
-    tpu: TpuSelector
+    described: DescribedView
+    """What the shipped LeaderWorkerSet description reads (docs/kinds.md)."""
 
 
 def lws_view(obj: Json) -> LwsView:
@@ -247,15 +231,13 @@ def lws_view(obj: Json) -> LwsView:
     where = f"leaderworkerset {meta.get('namespace', '')}/{name}"
     spec = _dict(obj, "spec")
     status = _dict(obj, "status")
-    template = spec.get("leaderWorkerTemplate")
-    worker = template.get("workerTemplate") if isinstance(template, dict) else None
     return LwsView(
         uid=str(meta.get("uid", "")),
         name=name,
         namespace=str(meta.get("namespace", "")),
         replicas=_int(spec.get("replicas"), 1, f"{where}: spec.replicas"),
         ready_replicas=_int(status.get("readyReplicas"), 0, f"{where}: status.readyReplicas"),
-        tpu=_selector(worker),
+        described=_LWS_DESCRIBED(obj),
     )
 
 

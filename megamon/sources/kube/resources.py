@@ -9,6 +9,7 @@ from typing import Any
 from kubernetes import client as k8s
 
 from megamon.domain import labels
+from megamon.domain.descriptions import KindDescription
 from megamon.sources.kube.watching import RawLister
 
 
@@ -17,6 +18,11 @@ class CustomResource:
     group: str
     version: str
     plural: str
+
+
+def described_resource(description: KindDescription) -> CustomResource:
+    """The resource a kind description points at."""
+    return CustomResource(description.Group, description.Version, description.Resource)
 
 
 JOBSETS = CustomResource("jobset.x-k8s.io", "v1alpha2", "jobsets")
@@ -41,6 +47,7 @@ def leader_pod_lister(api: Any) -> RawLister:
 
 
 def custom_lister(api: Any, resource: CustomResource) -> RawLister:
+    """Every object of ``resource``, of every namespace when it is namespaced."""
     return partial(
         k8s.CustomObjectsApi(api).list_cluster_custom_object,
         resource.group,

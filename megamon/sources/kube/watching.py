@@ -42,6 +42,7 @@ EVENT_DELETED = "DELETED"
 EVENT_BOOKMARK = "BOOKMARK"
 EVENT_ERROR = "ERROR"
 GONE = 410
+NOT_FOUND = 404
 
 
 class Expired(Exception):
@@ -214,6 +215,7 @@ def run_forever(
 ) -> None:
     """Keep ``sink`` in sync with the API server until ``stop`` is set."""
     delay = settings.backoff_initial
+    unserved = False
     while not stop.is_set():
         started = time.monotonic()
         try:
@@ -225,7 +227,15 @@ def run_forever(
         except _RETRYABLE as err:
             if stop.is_set():
                 return  # the stream was cut to stop us
-            log.warning("watch of %s failed: %s; retrying in %.1fs", name, _describe(err), delay)
+            if _not_served(err):
+                if not unserved:
+                    log.warning(NOT_SERVED, name, _describe(err))
+                unserved = True
+            else:
+                unserved = False
+                log.warning(
+                    "watch of %s failed: %s; retrying in %.1fs", name, _describe(err), delay
+                )
         except Exception:  # the thread's boundary: a bug must not end the watch for good
             if stop.is_set():
                 return
@@ -234,6 +244,14 @@ def run_forever(
             delay = settings.backoff_initial  # it ran fine for a while: start backoff afresh
         stop.wait(delay * random.uniform(0.8, 1.2))
         delay = min(delay * 2, settings.backoff_max)
+
+
+NOT_SERVED = "the cluster does not serve %s (%s): is its CRD installed? Retrying quietly"
+"""Logged once per watch: a described kind's CRD may be installed after megamon starts."""
+
+
+def _not_served(err: BaseException) -> bool:
+    return isinstance(err, ApiException) and err.status == NOT_FOUND
 
 
 def _describe(err: BaseException) -> str:

@@ -8,18 +8,21 @@ cluster; node pools go to the GKE emulator (there is no real GKE here).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client as k8s
 
 from internal.fakegke import FakeGke, tpu_node_pool
+from megamon.app import required_kinds
 from megamon.config import ConfigMapRef
 from megamon.domain import labels, timestamps
+from megamon.domain.descriptions import KindDescription
 from megamon.domain.kinds import Kind
 from megamon.domain.reports import Report
 from megamon.loops.aggregator import Aggregator, Intervals
+from megamon.observing.cluster import WorkloadObservers
 from megamon.observing.common import Settings
 from megamon.observing.owners import SliceOwners
 from megamon.publishing.joblabels import JobLabeler
@@ -198,6 +201,35 @@ class World:
         )
         return str(created["metadata"]["uid"])
 
+    def described(self, description: KindDescription, body: dict[str, Any]) -> str:
+        """Create an object of a described kind (``body`` without apiVersion/metadata)."""
+        api = self._custom()
+        created = api.create_namespaced_custom_object(
+            description.Group,
+            description.Version,
+            self.namespace,
+            description.Resource,
+            {
+                "apiVersion": f"{description.Group}/{description.Version}",
+                "metadata": {"name": body.pop("name"), "namespace": self.namespace},
+                **body,
+            },
+        )
+        return str(created["metadata"]["uid"])
+
+    def described_status(
+        self, description: KindDescription, name: str, status: dict[str, Any]
+    ) -> None:
+        """Replace the status of an object of a described kind, as its controller would."""
+        self._custom().patch_namespaced_custom_object_status(
+            description.Group,
+            description.Version,
+            self.namespace,
+            description.Resource,
+            name,
+            {"status": status},
+        )
+
     def slice(self, name: str, owner: str, ready: str = "True") -> None:
         body = {
             "apiVersion": f"{SLICES.group}/{SLICES.version}",
@@ -283,13 +315,16 @@ class Megamon:
         slices: bool = False,
         store: EventStore | None = None,
         aggregation_s: float = 0.1,
+        described: Sequence[KindDescription] = (),
     ) -> None:
         kinds = {Kind.NODEPOOL, Kind.JOBSET, Kind.LEADERWORKERSET}
         kinds.add(Kind.SLICE if slices else Kind.JOBSET_NODES)
+        kinds.update(description.kind for description in described)
         self.cluster = KubeCluster(
             world.api,
             leaderworkersets=True,
             slices=slices,
+            described=described,
             settings=FAST,
             on_change=lambda: self.aggregator.changed.set(),  # noqa: PLW0108 - set below
         )
@@ -300,7 +335,7 @@ class Megamon:
         )
         self.store = store or MemoryEventStore()
         self.aggregator = Aggregator(
-            event_log=EventLog(self.store, kinds),
+            event_log=EventLog(self.store, required_kinds(frozenset(kinds))),
             cluster=self.cluster,
             pools=GkeNodePoolLister(
                 REF, make_client(world.gke.endpoint), deadline=5.0, initial_backoff=0.05
@@ -310,6 +345,7 @@ class Megamon:
             export=JobLabeler(world.api).export,
             intervals=Intervals(aggregation=aggregation_s, polling=0.1),
             slice_owners=SliceOwners(ConfigMapOwnerMap(owner_key)),
+            observers=WorkloadObservers(described),
         )
         self.cluster.start()
         assert self.cluster.wait_synced(10)

@@ -13,6 +13,7 @@ import pytest
 
 from internal.fakekube.fakekube import FakeKube
 from megamon.domain import labels
+from megamon.domain.descriptions import KindDescription, shipped
 from megamon.domain.rejections import REASON_INVALID, REASON_MALFORMED, REASON_UNEXPECTED, Rejection
 from megamon.sources.kube.cache import WatchCache
 from megamon.sources.kube.cluster import KubeCluster
@@ -211,3 +212,37 @@ def test_a_watch_thread_that_died_says_so(fake_kube: FakeKube, kube_api_client: 
     assert not nodes.alive()
     nodes.stop()
     assert nodes.alive()  # a stopped watch is not a dead one
+
+
+def test_described_kinds_get_a_projected_cache_and_an_unserved_one_waits_for_nobody(
+    fake_kube: FakeKube, kube_api_client: Any
+) -> None:
+    trainjob = shipped("trainjob")
+    unserved = KindDescription.model_validate(
+        {**trainjob.model_dump(), "Noun": "rayjob", "Group": "ray.io", "Resource": "rayjobs"}
+        | {"EventFile": "rayjobs.json"}
+    )
+    created = fake_kube.create(
+        {
+            "apiVersion": f"{trainjob.Group}/{trainjob.Version}",
+            "kind": "TrainJob",
+            "metadata": {"name": "t", "namespace": "ml"},
+            "spec": {"runtimeRef": {"name": "r"}, "trainer": {"image": "x" * 4096}},
+        }
+    )
+    cluster = KubeCluster(kube_api_client, described=[unserved, trainjob], settings=FAST)
+    cluster.start()
+    try:
+        assert cluster.wait_synced(10), "readiness does not wait for an unserved kind"
+        eventually(lambda: trainjob.kind in cluster.snapshot().described)
+        snapshot = cluster.snapshot()
+        assert unserved.kind not in snapshot.described
+        (view,) = snapshot.described[trainjob.kind].values()
+        uid = created["metadata"]["uid"]
+        assert (view.uid, view.expected, view.ready) == (uid, 1, 0), "only what it reads"
+        contact = cluster.last_contact_ns()
+        described_contact = cluster.described[trainjob.kind].last_contact_ns
+        assert contact is not None and described_contact is not None
+        assert contact <= described_contact, "a listed described kind counts for freshness"
+    finally:
+        cluster.stop()

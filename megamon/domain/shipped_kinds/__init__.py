@@ -1,0 +1,1 @@
+"""The kind descriptions shipped with megamon, one ``<name>.json`` each (docs/kinds.md)."""

@@ -1,0 +1,161 @@
+"""Kind descriptions as the configuration carries them (docs/kinds.md): what is accepted,
+what is refused with one line naming the entry and the field, and the shipped ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from jsonpath_ng.parser import parse as parse_path
+
+from megamon.config import parse_config
+from megamon.domain.descriptions import (
+    JOBSET_DESCRIPTION,
+    LWS_DESCRIPTION,
+    KindDescription,
+    compile_path,
+    shipped,
+    shipped_names,
+)
+from megamon.domain.kinds import KIND_SPECS, Kind, KindSpec, event_file, kind_spec
+from megamon.errors import ConfigError
+
+
+def rayjob(**changes: Any) -> dict[str, Any]:
+    """A kind megamon ships nothing for, declared the way a user would."""
+    description: dict[str, Any] = {
+        "Noun": "rayjob",
+        "Group": "ray.io",
+        "Version": "v1",
+        "Resource": "rayjobs",
+        "Expected": {"Path": "spec.rayClusterSpec.workerGroupSpecs[*].replicas", "Default": 1},
+        "Ready": {"Path": "status.rayClusterStatus.readyWorkerReplicas"},
+        "Completed": [{"Type": "Complete"}],
+        "Failed": [{"Type": "Failed"}],
+        "NodeSelector": {
+            "Each": "spec.rayClusterSpec.workerGroupSpecs[*]",
+            "Path": "template.spec.nodeSelector",
+            "Replicas": "numOfHosts",
+        },
+        "Labels": {"Name": "rayjob_name", "Namespace": "rayjob_namespace", "UID": "rayjob_uid"},
+        "EventFile": "rayjobs.json",
+    }
+    description.update(changes)
+    return description
+
+
+def config_with(*kinds: object) -> bytes:
+    return orjson.dumps({"WorkloadKinds": list(kinds)})
+
+
+def refusal(*kinds: object) -> str:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(config_with(*kinds), "config.json")
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+def test_the_shipped_descriptions_of_the_built_in_kinds_keep_their_names() -> None:
+    for name, kind in ((JOBSET_DESCRIPTION, Kind.JOBSET), (LWS_DESCRIPTION, Kind.LEADERWORKERSET)):
+        description = shipped(name)
+        assert description.kind is kind
+        spec = description.spec()
+        assert (spec.event_file, spec.report_up_key, spec.report_summaries_key, spec.noun) == (
+            KIND_SPECS[kind].event_file,
+            KIND_SPECS[kind].report_up_key,
+            KIND_SPECS[kind].report_summaries_key,
+            KIND_SPECS[kind].noun,
+        )
+
+
+def test_megamon_ships_trainjob_and_kueue_workload() -> None:
+    assert {"trainjob", "kueue-workload"} <= set(shipped_names())
+    config = parse_config(config_with("trainjob", "kueue-workload"), "config.json")
+    kinds = [description.kind for description in config.WorkloadKinds]
+    assert [k.value for k in kinds] == ["trainjob", "kueue_workload"]
+    assert [event_file(k) for k in kinds] == ["trainjobs.json", "kueue-workloads.json"]
+
+
+def test_a_declared_kind_becomes_a_kind_with_its_own_files() -> None:
+    config = parse_config(config_with(rayjob()), "config.json")
+    (description,) = config.WorkloadKinds
+    kind = description.kind
+    assert kind == Kind("rayjob") and not kind.builtin and kind not in list(Kind)
+    labels = ("rayjob_name", "rayjob_namespace", "rayjob_uid")
+    assert kind_spec(kind) == KindSpec(
+        "rayjobs.json", "rayjobUp", "rayjobUpSummaries", "rayjob", labels
+    )
+
+
+def test_a_kind_read_back_without_its_description_has_no_files() -> None:
+    with pytest.raises(KeyError, match="not described"):
+        event_file(Kind("rayjob"))
+
+
+@pytest.mark.parametrize(
+    ("entry", "where", "why"),
+    [
+        ("ray", "WorkloadKinds", "no shipped description 'ray'"),
+        ("jobset", "WorkloadKinds", "'jobset' is a built-in kind"),
+        (rayjob(Noun="Ray-Job"), "WorkloadKinds.0.Noun", "not a metric noun"),
+        (rayjob(EventFile="/etc/passwd"), "WorkloadKinds.0.EventFile", "not an event file"),
+        (rayjob(EventFile="jobsets.json"), "WorkloadKinds", "'jobsets.json' is already used"),
+        (rayjob(Ready={"Path": "status.[["}), "WorkloadKinds.0.Ready.Path", "not a field path"),
+        (
+            rayjob(Ready={"Path": "a", "Times": ["b"]}),
+            "WorkloadKinds.0.Ready",
+            "Times multiplies per element: it needs Each",
+        ),
+        (rayjob(Expected={"Path": []}), "WorkloadKinds.0.Expected.Path", "at least 1 item"),
+        (
+            rayjob(Labels={"Name": "spot", "Namespace": "n", "UID": "u"}),
+            "WorkloadKinds.0.Labels.Name",
+            "a label megamon already uses",
+        ),
+        (
+            rayjob(Labels={"Name": "n", "Namespace": "n", "UID": "u"}),
+            "WorkloadKinds.0.Labels",
+            "three different labels",
+        ),
+        (rayjob(Namespaced="yes"), "WorkloadKinds.0.Namespaced", "valid boolean"),
+        (rayjob(Replicas=1), "WorkloadKinds.0.Replicas", "Extra inputs are not permitted"),
+    ],
+)
+def test_a_bad_description_is_refused_in_one_line(entry: object, where: str, why: str) -> None:
+    message = refusal(entry)
+    assert message.startswith(f"config.json: {where}: "), message
+    assert why in message
+
+
+def test_a_kind_is_described_once() -> None:
+    assert "kind 'trainjob' is described twice" in refusal("trainjob", "trainjob")
+    clash = rayjob(Noun="other")
+    assert "'rayjobs.json' is already used" in refusal(rayjob(), clash)
+
+
+def test_every_shipped_description_is_valid_data() -> None:
+    for name in shipped_names():
+        description = shipped(name)
+        assert KindDescription.model_validate_json(description.model_dump_json()) == description
+
+
+_json = st.recursive(
+    st.none() | st.integers(-3, 3) | st.sampled_from(["a", "b"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("abc"), inner),
+    max_leaves=12,
+)
+_step = st.sampled_from(["a", "b", "c", "[*]", "[0]", "[1]", "[-1]"])
+
+
+@given(value=_json, steps=st.lists(_step, min_size=1, max_size=4))
+def test_a_simple_path_reads_what_jsonpath_ng_reads(value: object, steps: list[str]) -> None:
+    """The fast reader of fields, indexes and [*] agrees with the library's evaluator."""
+    text = steps[0] if not steps[0].startswith("[") else f"a{steps[0]}"
+    for step in steps[1:]:
+        text += step if step.startswith("[") else f".{step}"
+    compiled = compile_path(text)
+    assert compiled.values(value) == [m.value for m in parse_path(text).find(value)], text

@@ -1,0 +1,60 @@
+"""``megamon events`` and ``megamon report`` on a described kind's history: where it lives
+comes from the configuration's ``WorkloadKinds`` (docs/kinds.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from megamon.cli.main import main
+from megamon.config import parse_config
+from megamon.domain.observations import Observation, WorkloadAttrs
+from megamon.recording.eventlog import EventLog
+from megamon.stores.local import LocalEventStore
+
+T = 1_780_272_000 * 10**9
+
+
+def _config(tmp_path: Path, kinds: list[str]) -> Path:
+    config = tmp_path / "config.json"
+    document = {"EventsLocalDir": str(tmp_path / "data"), "WorkloadKinds": kinds}
+    config.write_bytes(orjson.dumps(document))
+    return config
+
+
+def _fill(tmp_path: Path) -> None:
+    (trainjob,) = parse_config(_config(tmp_path, ["trainjob"]).read_bytes(), "c").WorkloadKinds
+    log = EventLog(LocalEventStore(tmp_path / "data"), [trainjob.kind])
+    attrs = WorkloadAttrs(workload_name="t", workload_namespace="ml", workload_uid="uid-t")
+    running = Observation.build(expected=2, ready=2, attrs=attrs)
+    log.append({trainjob.kind: {"uid-t": running}}, T)
+    log.append({trainjob.kind: {}}, T + 1)
+
+
+def test_a_described_kinds_history_is_in_its_own_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fill(tmp_path)
+    assert (tmp_path / "data" / "trainjobs.json").exists()
+    config = str(_config(tmp_path, ["trainjob"]))
+    assert main(["events", "archive", "trainjob", "--config-path", config]) == 0
+    assert orjson.loads(capsys.readouterr().out) == ["uid-t"]
+    assert main(["events", "archive", "trainjob", "uid-t", "--config-path", config]) == 0
+    (entry,) = orjson.loads(capsys.readouterr().out)
+    assert entry["kind"] == "trainjob"
+    assert (entry["attrs"]["workloadName"], entry["attrs"]["workloadUID"]) == ("t", "uid-t")
+    now = "2026-06-02T00:00:00Z"
+    assert main(["report", "--config-path", config, "--format", "json", "--now", now]) == 0
+    (resource,) = orjson.loads(capsys.readouterr().out)["resources"]
+    assert (resource["kind"], resource["name"], resource["key"]) == ("trainjob", "ml/t", "uid-t")
+
+
+def test_a_kind_the_configuration_does_not_describe_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = str(_config(tmp_path, []))
+    assert main(["events", "show", "trainjob", "--config-path", config]) == 2
+    err = capsys.readouterr().err
+    assert "kind 'trainjob' is neither built in nor described" in err and err.count("\n") == 1
