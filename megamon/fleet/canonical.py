@@ -97,8 +97,10 @@ def _text(attrs: Mapping[str, object], name: str) -> str:
 def named(kind: Kind, key: str, attrs: Mapping[str, object]) -> tuple[str | None, str, str]:
     """(name or ``None``, accelerator, topology) as the Python report reads attributes."""
     name = Resource(kind, key, EventRecord(), attrs).name
-    return (None if name == key else name), _text(attrs, ACCELERATOR_ATTR), _text(
-        attrs, TOPOLOGY_ATTR
+    return (
+        (None if name == key else name),
+        _text(attrs, ACCELERATOR_ATTR),
+        _text(attrs, TOPOLOGY_ATTR),
     )
 
 
@@ -115,8 +117,7 @@ class CsvRelations:
             "labels": directory / "labels.csv",
         }
         self._files: dict[str, TextIO] = {
-            name: path.open("w", newline="", encoding="utf-8")
-            for name, path in self._paths.items()
+            name: path.open("w", newline="", encoding="utf-8") for name, path in self._paths.items()
         }
         self._writers = {name: csv.writer(f) for name, f in self._files.items()}
 
@@ -136,7 +137,23 @@ class CsvRelations:
                     + (name, accelerator, topology, chips)
                 )
             else:
-                write((cluster, kind.value, key, src, retired_at, seq, ts, flags, False, "", "", "", ""))
+                write(
+                    (
+                        cluster,
+                        kind.value,
+                        key,
+                        src,
+                        retired_at,
+                        seq,
+                        ts,
+                        flags,
+                        False,
+                        "",
+                        "",
+                        "",
+                        "",
+                    )
+                )
 
     def live(self, cluster: str, kind: Kind, key: str, record: EventRecord) -> None:
         """A live record of a snapshot file (no attributes: they are not in the Go format)."""
@@ -222,7 +239,7 @@ def _name_sql() -> str:
     """The human name from the log's attributes, per kind (``NULL`` when a part is empty)."""
     cases = []
     for kind, parts in LOG_NAME_PARTS.items():
-        fields = [f'nullif(attrs."{p}", \'\')' for p in parts]
+        fields = [f"nullif(attrs.\"{p}\", '')" for p in parts]
         cases.append(f"WHEN {_sql_text(kind.value)} THEN " + " || '/' || ".join(fields))
     return "CASE kind " + " ".join(cases) + " END"
 

@@ -192,11 +192,11 @@ def _shape_order(a: FleetAggregate) -> tuple[str, int, str, str]:
     return (a.cluster, _KIND_ORDER[a.kind], a.accelerator, a.topology)
 
 
-def collect(
-    con: duckdb.DuckDBPyConnection, window: Window, clusters: Sequence[str]
-) -> FleetReport:
+def collect(con: duckdb.DuckDBPyConnection, window: Window, clusters: Sequence[str]) -> FleetReport:
     """The report from the ``figures`` table."""
-    resources = sorted((_resource(r) for r in con.execute(_RESOURCE_SQL).fetchall()), key=_resource_order)
+    resources = sorted(
+        (_resource(r) for r in con.execute(_RESOURCE_SQL).fetchall()), key=_resource_order
+    )
     per_cluster = [
         _aggregate(row[0], row[1:])
         for row in con.execute(
@@ -205,7 +205,9 @@ def collect(
     ]
     fleet = [
         _aggregate(FLEET, row)
-        for row in con.execute(_AGGREGATE_SQL.format(group="kind, accelerator, topology")).fetchall()
+        for row in con.execute(
+            _AGGREGATE_SQL.format(group="kind, accelerator, topology")
+        ).fetchall()
     ]
     if window.since is not None:
         start = window.since

@@ -46,10 +46,14 @@ def key_lifetimes(draw: st.DrawFn, kind: Kind, key: str, skew: bool) -> list[Lif
             t = max(floor, t + draw(st.integers(low, 10**13)))
             events.append((t, draw(FLAGS)))
         shape = dict(draw(st.sampled_from(SHAPES)))
-        name = {"nodePoolName": key} if kind is Kind.NODEPOOL else {
-            "jobsetName": key,
-            "jobsetNamespace": "team",
-        }
+        name = (
+            {"nodePoolName": key}
+            if kind is Kind.NODEPOOL
+            else {
+                "jobsetName": key,
+                "jobsetNamespace": "team",
+            }
+        )
         attrs = {**shape, **name}
         live = live_last and index == count - 1
         retired = None if live else max(t for t, _ in events) + draw(st.integers(0, 10**12))
@@ -165,9 +169,7 @@ def _check(clusters: Sequence[list[Lifetime]], window: Window, *, log: bool) -> 
     assert _fleet_aggregates(fleet, FLEET) == _aggregates(availability_report(everything, window))
 
 
-SETTINGS = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
