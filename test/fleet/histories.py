@@ -126,9 +126,12 @@ def write_segments(
     flush()
 
 
-def write_log(root: Path, cluster: str, lifetimes: Sequence[Lifetime]) -> None:
+def write_log(
+    root: Path, cluster: str, lifetimes: Sequence[Lifetime], *, archive: bool = True
+) -> None:
     """Every lifetime as log lines (events with attributes, then a ``retired`` line), and
-    the retired ones as archive entries too, as the recorder keeps them."""
+    the retired ones as archive entries too (as the recorder keeps them) unless not
+    ``archive``."""
     for kind in Kind:
         lines: list[tuple[int, dict[str, object]]] = []
         for lt in lifetimes:
@@ -141,6 +144,8 @@ def write_log(root: Path, cluster: str, lifetimes: Sequence[Lifetime]) -> None:
                 lines.append((lt.retired_at, retired))
         lines.sort(key=lambda pair: pair[0])
         write_segments(root, kind, (line for _, line in lines))
+    if not archive:
+        return
     store = LocalEventStore(root)
     for lt in lifetimes:
         if lt.retired_at is not None:
