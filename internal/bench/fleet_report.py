@@ -30,6 +30,9 @@ from typing import Any
 from megamon.domain import timestamps
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
 from megamon.domain.kinds import Kind
+from megamon.fleet.engine import History, fleet_report
+from megamon.stores.local import LocalEventStore
+from megamon.summary.availability import Resource, Window, availability_report
 
 T0 = timestamps.parse("2026-01-01T00:00:00Z")
 STEP_NS = 37 * 60 * timestamps.NANOS_PER_SECOND
@@ -106,8 +109,6 @@ def write_cluster(root: Path, cluster: str, resources: int, events: int, seed: i
 
 def write_reference(root: Path, resources: int, events: int, seed: int) -> None:
     """The same events as ``write_cluster(seed)``, as a Go-format event file."""
-    from megamon.stores.local import LocalEventStore
-
     rng = random.Random(seed)
     records = {}
     for i in range(resources):
@@ -123,9 +124,6 @@ def _peak_rss_mb() -> float:
 
 
 def phase_fleet(base: Path, now: int) -> dict[str, Any]:
-    from megamon.fleet.engine import History, fleet_report
-    from megamon.summary.availability import Window
-
     histories = [History(p.name, p) for p in sorted(base.iterdir()) if p.is_dir()]
     start = time.perf_counter()
     report = fleet_report(
@@ -136,9 +134,6 @@ def phase_fleet(base: Path, now: int) -> dict[str, Any]:
 
 
 def phase_python(root: Path, now: int) -> dict[str, Any]:
-    from megamon.stores.local import LocalEventStore
-    from megamon.summary.availability import Resource, Window, availability_report
-
     start = time.perf_counter()
     store = LocalEventStore(root)
     resources = [
@@ -198,6 +193,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 def table(r: dict[str, Any]) -> str:
     fleet, python = r["fleet"], r["python_one_cluster"]
+    share = r["resources_per_cluster"] * r["events_per_resource"]
     scaled = (
         python["wall_s"] * r["events"] / (r["resources_per_cluster"] * r["events_per_resource"])
     )
@@ -216,9 +212,8 @@ def table(r: dict[str, Any]) -> str:
             "|---|---:|---:|---:|",
             f"| fleet report (DuckDB), {r['events']:,} events | {fleet['wall_s']:.1f} s | "
             f"{fleet['peak_rss_mb']:.0f} MB | {r['fleet_ns_per_event']:.0f} ns |",
-            f"| Python report, one cluster ({r['resources_per_cluster'] * r['events_per_resource']:,} "
-            f"events) | {python['wall_s']:.1f} s | {python['peak_rss_mb']:.0f} MB | "
-            f"{r['python_ns_per_event']:.0f} ns |",
+            f"| Python report, one cluster ({share:,} events) | {python['wall_s']:.1f} s | "
+            f"{python['peak_rss_mb']:.0f} MB | {r['python_ns_per_event']:.0f} ns |",
             f"| Python report scaled to the fleet | {scaled:.0f} s | – | – |",
             "",
             f"Per event, the fleet report is {r['speedup_per_event']:.1f}× faster than the Python "
@@ -231,11 +226,8 @@ def table(r: dict[str, Any]) -> str:
 def write_docs(text: str) -> None:
     current = DOCS.read_text() if DOCS.exists() else ""
     head, found, _ = current.partition(HEADING)
-    if found:
-        # Our section is the last one: everything after our heading is ours.
-        current = head.rstrip() + "\n\n"
-    else:
-        current = current.rstrip() + "\n\n"
+    # Our section is the last one: everything after our heading is ours.
+    current = (head if found else current).rstrip() + "\n\n"
     DOCS.write_text(current + text)
 
 

@@ -133,8 +133,21 @@ class CsvRelations:
             # The attributes ride on the first row only: one row per lifetime is enough.
             if seq == 0 and has_attrs:
                 write(
-                    (cluster, kind.value, key, src, retired_at, seq, ts, flags, True)
-                    + (name, accelerator, topology, chips)
+                    (
+                        cluster,
+                        kind.value,
+                        key,
+                        src,
+                        retired_at,
+                        seq,
+                        ts,
+                        flags,
+                        True,
+                        name,
+                        accelerator,
+                        topology,
+                        chips,
+                    )
                 )
             else:
                 write(
@@ -165,6 +178,7 @@ class CsvRelations:
         kind: Kind,
         key: str,
         record: EventRecord,
+        *,
         attrs: Mapping[str, object],
         retired_at: int,
     ) -> None:

@@ -80,7 +80,14 @@ def stage_history(rows: CsvRelations, history: History, kinds: Sequence[Kind]) -
             rows.live(cluster, kind, key, record)
         for key in store.archived_keys(kind):
             for entry in store.read_archive(kind, key):
-                rows.archived(cluster, kind, entry.key, entry.record, entry.attrs, entry.retired_at)
+                rows.archived(
+                    cluster,
+                    kind,
+                    entry.key,
+                    entry.record,
+                    attrs=entry.attrs,
+                    retired_at=entry.retired_at,
+                )
         for key, attrs in labels.get(kind, {}).items():
             rows.label(cluster, kind, key, attrs)
 

@@ -37,8 +37,7 @@ def table_function(name: str) -> str:
     text = "\n".join(line for line in text.splitlines() if not line.startswith("--"))
     match = _HEADER.search(text)
     assert match, f"{name}.sql is not one CREATE TABLE FUNCTION"
-    body = text[match.end() :].rstrip().removesuffix(")")
-    return body
+    return text[match.end() :].rstrip().removesuffix(")")
 
 
 def to_duckdb(bigquery_sql: str, now: int, since: int | None) -> str:
@@ -133,8 +132,17 @@ def _check(clusters: list[list[Lifetime]], window: Window) -> None:
             "megamon_fleet.figures(now_ns, since_ns)", "figures_now"
         )
         sums = {
-            tuple(row[:4]): (row[4], row[5], row[6], row[10], row[11], row[14], row[15])
-            + (row[19], row[20])
+            tuple(row[:4]): (
+                row[4],
+                row[5],
+                row[6],
+                row[10],
+                row[11],
+                row[14],
+                row[15],
+                row[19],
+                row[20],
+            )
             for row in _rows(con, to_duckdb(availability, window.now, window.since))
         }
         expected = {
