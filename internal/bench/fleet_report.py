@@ -4,9 +4,10 @@ Python report on one cluster's share, per event.
 The fleet: ``--clusters`` (20) histories of ``--resources`` (4,000) node pools with
 ``--events`` (200) events each, 16 M events in all, written as the append-only log writes
 them (``log/kind=nodepool/date=YYYY-MM-DD/<sequence>.ndjson``, one segment per 10,000 lines
-in time order, a pool's attributes on its first line). The reference: one cluster's share
-written as a Go-format ``node-pools.json`` (the same events) and reported by
-``availability_report`` as ``megamon report`` does (read, decode, compute).
+in time order, every event line carrying the pool's attributes, as the recorder writes them).
+The reference: one cluster's share written as a Go-format ``node-pools.json`` (the same
+events) and reported by ``availability_report`` as ``megamon report`` does (read, decode,
+compute).
 
 Each measurement runs in its own process (wall time, peak RSS of that process). Run with
 ``python -m internal.bench.fleet_report [--write-docs]``; the figures go to
@@ -95,8 +96,9 @@ def write_cluster(root: Path, cluster: str, resources: int, events: int, seed: i
     lines: list[tuple[int, str]] = []
     for i in range(resources):
         key = f"np-{i:05d}"
-        for n, (ts, flags) in enumerate(_events(rng, events)):
-            lines.append((ts, _line(cluster, key, ts, flags, _attrs(key, i) if n == 0 else "null")))
+        attrs = _attrs(key, i)
+        for ts, flags in _events(rng, events):
+            lines.append((ts, _line(cluster, key, ts, flags, attrs)))
     lines.sort(key=lambda pair: pair[0])
     for sequence, start in enumerate(range(0, len(lines), LINES_PER_SEGMENT), 1):
         chunk = lines[start : start + LINES_PER_SEGMENT]

@@ -168,3 +168,49 @@ def test_every_view_transpiles() -> None:
         assert sqlglot.transpile(body, read="bigquery", write="duckdb"), path
         with pytest.raises(sqlglot.errors.ParseError):
             sqlglot.transpile(body + " )(", read="bigquery", write="duckdb")
+
+
+DOCS = Path(__file__).parents[2] / "docs" / "fleet.md"
+_DECLARE = re.compile(r"DECLARE now_ns INT64 DEFAULT [^;]*;\s*")
+
+
+def _doc_queries() -> list[str]:
+    blocks = re.findall(r"```sql\n(.*?)```", DOCS.read_text(), re.S)
+    assert len(blocks) >= 3
+    return blocks
+
+
+def test_the_example_queries_of_the_docs_run(tmp_path: Path) -> None:
+    """docs/fleet.md's BigQuery examples, transpiled, run over a log and give the figures'
+    own sums (the table functions stand as DuckDB table macros)."""
+    t0 = 1_780_272_000_000_000_000
+    hour = 3_600_000_000_000
+    shape = {"tpuAccelerator": "tpu-v6e-slice", "tpuTopology": "4x4", "tpuChipCount": 16}
+    lifetimes = [
+        Lifetime(
+            Kind.NODEPOOL,
+            "np-a",
+            ((t0, 0), (t0 + hour, 1), (t0 + 5 * hour, 4)),
+            {**shape, "nodePoolName": "np-a"},
+        ),
+        Lifetime(
+            Kind.NODEPOOL, "np-b", ((t0, 0), (t0 + 2 * hour, 1)), {**shape, "nodePoolName": "np-b"}
+        ),
+    ]
+    root = tmp_path / "east"
+    write_log(root, "east", lifetimes, archive=False)
+    con = bigquery_like([History("east", root)])
+    now = t0 + 10 * hour
+    for name in ("figures", "availability"):
+        (body,) = sqlglot.transpile(table_function(name), read="bigquery", write="duckdb")
+        con.execute(f"CREATE MACRO megamon_fleet.{name}(now_ns, since_ns) AS TABLE {body}")
+    results = []
+    for query in _doc_queries():
+        (sql,) = sqlglot.transpile(_DECLARE.sub("", query), read="bigquery", write="duckdb")
+        results.append(con.execute(re.sub(r"\bnow_ns\b", str(now), sql)).fetchall())
+    weekly, worst, lost = results
+    assert weekly[0][:3] == ("tpu-v6e-slice", "4x4", 2)
+    assert weekly[0][3] == pytest.approx(100 * 12 / 17)  # np-a up 4h down 5h, np-b up 8h
+    assert [row[1] for row in worst] == ["np-a", "np-b"]
+    assert lost[0][0] == "tpu-v6e-slice"
+    assert lost[0][2] == pytest.approx(16 * 5)  # np-a failed for 5 hours, 16 chips
