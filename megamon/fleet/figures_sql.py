@@ -14,13 +14,14 @@ one order (the event's position), so a fleet of 16 M events is sorted once, not 
    are kept as they are (a Go file may step back in time); another source's rows are folded in
    only when the base lacks that event's identity (timestamp, flags), once. Lifetimes with one
    source skip this.
-3. **ordered**: base rows keep their file order; the others go in timestamp order after equal
-   timestamps (the log's fold).
-4. **level1..level4**: running maximum of the timestamps (``mts``: skewed clocks never step
-   back), rows after ``now`` left out (``mts > now``), periods of one up bit, each row's band
-   state and its band clipped to the span. A band that starts before the first up is
-   provisioning: after the first up that can only be a failed band merged, across a
-   zero-length up band, with the failed provisioning before it (``_split`` on merged bands).
+3. **kept / level1**: base rows keep their file order; the others go in timestamp order
+   after equal timestamps (the log's fold); ``o`` numbers them.
+4. **level1..level4** (one sort each): running maximum of the timestamps (``mts``: skewed
+   clocks never step back), rows after ``now`` left out (``mts > now``), periods of one up
+   bit, each row's band state and its band clipped to the span. A band that starts before
+   the first up is provisioning: after the first up that can only be a failed band merged,
+   across a zero-length up band, with the failed provisioning before it (``_split`` on
+   merged bands).
 5. **per lifetime**: the time split, incidents and provisioning, as ``summarize`` decides it.
 """
 
@@ -34,6 +35,8 @@ W = f"PARTITION BY {L} ORDER BY o"
 WHOLE = f"({W} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
 RUNNING = f"({W} ROWS UNBOUNDED PRECEDING)"
 BEFORE = f"({W} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+K = f"PARTITION BY {L} ORDER BY k1, k2, k3, flags"
+"""The events' order: base rows in file order, others by timestamp (``o`` numbers it)."""
 
 FIGURES_SQL = f"""
 WITH
@@ -57,11 +60,15 @@ placed AS (
 ),
 lives AS (
   SELECT {L},
-         arg_max_null(name, (-src, ts, seq)) AS name,
-         arg_max_null(accelerator, (-src, ts, seq)) AS accelerator,
-         arg_max_null(topology, (-src, ts, seq)) AS topology,
-         arg_max_null(chips, (-src, ts, seq)) AS chips
-  FROM placed WHERE has_attrs
+         arg_max_null(name, priority) AS name,
+         arg_max_null(accelerator, priority) AS accelerator,
+         arg_max_null(topology, priority) AS topology,
+         arg_max_null(chips, priority) AS chips
+  FROM (
+    -- An archive entry's attributes win; else the latest in the log.
+    SELECT *, CASE WHEN src = 0 THEN {LIVE} ELSE ts END AS priority
+    FROM placed WHERE has_attrs
+  )
   GROUP BY ALL
 ),
 sources AS (
@@ -74,8 +81,9 @@ events AS (
   WHERE p.flags IS NOT NULL
 ),
 single AS (
-  SELECT {L}, src, seq, ts, flags, CASE WHEN src < 2 THEN seq ELSE 0 END AS okey_seq,
-         CASE WHEN src < 2 THEN 0 ELSE ts END AS okey_ts
+  SELECT {L}, src, seq, ts, flags,
+         CASE WHEN src < 2 THEN 0 ELSE ts END AS k1, 0 AS k2,
+         CASE WHEN src < 2 THEN seq ELSE 0 END AS k3
   FROM events WHERE base_src = top_src
 ),
 mixed AS (
@@ -88,22 +96,19 @@ mixed AS (
               ELSE ts END AS okey
   FROM events WHERE base_src <> top_src
 ),
-ordered AS (
-  SELECT {L}, ts AS raw_ts, flags,
-         row_number() OVER (PARTITION BY {L} ORDER BY okey_ts, okey_seq, flags) AS o
-  FROM single
+kept AS (
+  SELECT {L}, ts, flags, k1, k2, k3 FROM single
   UNION ALL
-  SELECT {L}, ts, flags,
-         row_number() OVER (PARTITION BY {L} ORDER BY okey, src, seq, flags)
-  FROM mixed
+  SELECT {L}, ts, flags, okey, src, seq FROM mixed
   WHERE src = base_src OR (identity_src > base_src AND identity_n = 1)
 ),
 level1 AS (
-  SELECT *, flags & 1 AS up,
-         max(raw_ts) OVER {RUNNING} AS mts,
-         lag(flags) OVER ({W}) AS prev_flags,
-         lead(raw_ts) OVER ({W}) AS next_raw
-  FROM ordered
+  SELECT {L}, ts AS raw_ts, flags, flags & 1 AS up,
+         row_number() OVER ({K}) AS o,
+         max(ts) OVER ({K} ROWS UNBOUNDED PRECEDING) AS mts,
+         lag(flags) OVER ({K}) AS prev_flags,
+         lead(ts) OVER ({K}) AS next_raw
+  FROM kept
 ),
 level2 AS (
   SELECT *,
