@@ -25,7 +25,7 @@ DuckDB itself through ``log_entries_sql``, the one adapter from the log's column
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -77,9 +77,10 @@ def _schema(columns: Mapping[str, str]) -> str:
 
 
 def create_relations(con: duckdb.DuckDBPyConnection) -> None:
-    """The three empty tables."""
-    con.execute(f"CREATE TABLE entries ({_schema(ENTRY_COLUMNS)})")
-    con.execute(f"CREATE TABLE retirements ({_schema(RETIREMENT_COLUMNS)})")
+    """The empty tables (``staged_*``, and ``labels``); ``define_relations`` adds the log
+    and the views ``entries`` and ``retirements`` of the kinds asked for."""
+    con.execute(f"CREATE TABLE staged_entries ({_schema(ENTRY_COLUMNS)})")
+    con.execute(f"CREATE TABLE staged_retirements ({_schema(RETIREMENT_COLUMNS)})")
     con.execute(f"CREATE TABLE labels ({_schema(LABEL_COLUMNS)})")
 
 
@@ -210,6 +211,11 @@ class CsvRelations:
             "retirements": RETIREMENT_COLUMNS,
             "labels": LABEL_COLUMNS,
         }
+        tables = {
+            "entries": "staged_entries",
+            "retirements": "staged_retirements",
+            "labels": "labels",
+        }
         for name, handle in self._files.items():
             handle.close()
             path = self._paths[name]
@@ -217,7 +223,7 @@ class CsvRelations:
                 continue
             types = "{" + ", ".join(f"'{c}': '{t}'" for c, t in columns[name].items()) + "}"
             con.execute(
-                f"INSERT INTO {name} SELECT * FROM read_csv(?, header = false, "
+                f"INSERT INTO {tables[name]} SELECT * FROM read_csv(?, header = false, "
                 f"columns = {types}, quote = '\"', escape = '\"', nullstr = '')",
                 [str(path)],
             )
@@ -263,9 +269,16 @@ def log_glob(root: Path) -> str:
     return str(root / "log" / "kind=*" / "date=*" / "*.ndjson")
 
 
+def _read_log(root: Path, columns: str) -> str:
+    return (
+        f"read_json({_sql_text(log_glob(root))}, format = 'newline_delimited', "
+        f"columns = {columns}, hive_partitioning = false)"
+    )
+
+
 def log_entries_sql(cluster: str, root: Path) -> str:
-    """A SELECT of the log's event, attribute and retirement lines as ``entries`` rows plus a
-    ``retired`` column (the one adapter from the log's columns to the canonical relation).
+    """A SELECT of the log's event and attribute lines as ``entries`` rows: the one adapter
+    from the log's columns to the canonical relation (with ``log_retirements_sql``).
 
     Heartbeats (``observed``) carry no event and are left out.
     """
@@ -278,23 +291,37 @@ def log_entries_sql(cluster: str, root: Path) -> str:
              attrs IS NOT NULL AS has_attrs, {_name_sql()} AS name,
              coalesce(attrs."{ACCELERATOR_ATTR}", '') AS accelerator,
              coalesce(attrs."{TOPOLOGY_ATTR}", '') AS topology,
-             CASE WHEN attrs."{CHIPS_ATTR}" > 0 THEN attrs."{CHIPS_ATTR}" END AS chips,
-             type = 'retired' AS retired
-      FROM read_json({_sql_text(log_glob(root))}, format = 'newline_delimited',
-                     columns = {_LOG_COLUMNS}, hive_partitioning = false)
-      WHERE type IN ('event', 'attrs', 'retired')
+             CASE WHEN attrs."{CHIPS_ATTR}" > 0 THEN attrs."{CHIPS_ATTR}" END AS chips
+      FROM {_read_log(root, _LOG_COLUMNS)}
+      WHERE type IN ('event', 'attrs')
     """
 
 
-def load_logs(con: duckdb.DuckDBPyConnection, histories: Iterable[tuple[str, Path]]) -> None:
-    """Append the log lines of every history that has a log to the relations."""
-    selects = [log_entries_sql(c, root) for c, root in histories if any(root.glob("log/kind=*"))]
-    if not selects:
-        return
-    con.execute("CREATE TEMP TABLE log_lines AS " + " UNION ALL ".join(selects))
-    columns = ", ".join(ENTRY_COLUMNS)
-    con.execute(f"INSERT INTO entries SELECT {columns} FROM log_lines WHERE NOT retired")
-    con.execute(
-        "INSERT INTO retirements SELECT cluster, kind, key, ts FROM log_lines WHERE retired"
-    )
-    con.execute("DROP TABLE log_lines")
+_RETIRED_COLUMNS = "{'type': 'VARCHAR', 'kind': 'VARCHAR', 'key': 'VARCHAR', 'tsNs': 'BIGINT'}"
+
+
+def log_retirements_sql(cluster: str, root: Path) -> str:
+    """A SELECT of the log's ``retired`` lines as ``retirements`` rows."""
+    return f"""
+      SELECT {_sql_text(cluster)} AS cluster, kind, key, tsNs AS retired_at
+      FROM {_read_log(root, _RETIRED_COLUMNS)}
+      WHERE type = 'retired'
+    """
+
+
+def define_relations(
+    con: duckdb.DuckDBPyConnection, histories: Iterable[tuple[str, Path]], kinds: Sequence[str]
+) -> None:
+    """Every history's log appended to the staged rows (one pass over the segments: the query
+    reads the relations several times), and the views ``entries`` and ``retirements`` of
+    ``kinds`` over them."""
+    wanted = "(" + ", ".join(_sql_text(k) for k in kinds) + ")"
+    for cluster, root in histories:
+        if not any(root.glob("log/kind=*/date=*/*.ndjson")):
+            continue
+        entries = log_entries_sql(cluster, root)
+        con.execute(f"INSERT INTO staged_entries SELECT * FROM ({entries}) WHERE kind IN {wanted}")
+        retired = log_retirements_sql(cluster, root)
+        con.execute(f"INSERT INTO staged_retirements {retired}")
+    for view, table in (("entries", "staged_entries"), ("retirements", "staged_retirements")):
+        con.execute(f"CREATE VIEW {view} AS SELECT * FROM {table} WHERE kind IN {wanted}")

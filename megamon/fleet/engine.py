@@ -21,7 +21,7 @@ from megamon.codec import report as report_codec
 from megamon.domain.kinds import Kind
 from megamon.domain.summaries import ProvisioningState
 from megamon.errors import ConfigError
-from megamon.fleet.canonical import CsvRelations, create_relations, load_logs
+from megamon.fleet.canonical import CsvRelations, create_relations, define_relations
 from megamon.fleet.figures_sql import FIGURES_SQL
 from megamon.fleet.model import FLEET, ChipTime, FleetAggregate, FleetReport, FleetResource
 from megamon.stores.local import LocalEventStore
@@ -107,10 +107,9 @@ def load(
             step(history.cluster)
         stage_history(rows, history, kinds)
     rows.load(con)
-    load_logs(con, [(h.cluster, h.root) for h in histories])
     wanted = [k.value for k in kinds]
-    for table in ("entries", "retirements", "labels"):
-        con.execute(f"DELETE FROM {table} WHERE kind <> ALL (?)", [wanted])
+    define_relations(con, [(h.cluster, h.root) for h in histories], wanted)
+    con.execute("DELETE FROM labels WHERE kind <> ALL (?)", [wanted])
 
 
 def _parameters(window: Window) -> dict[str, Any]:
