@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import shutil
@@ -173,7 +174,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         size = sum(p.stat().st_size for p in fleet_dir.rglob("*.ndjson"))
         now = T0 + args.events * STEP_NS
         fleet = _child("--phase", "fleet", "--path", str(fleet_dir), "--now", str(now))
+        fleet["load_average"] = os.getloadavg()[0]
         python = _child("--phase", "python", "--path", str(ref_dir), "--now", str(now))
+        python["load_average"] = os.getloadavg()[0]
         per_event_fleet = fleet["wall_s"] / total
         per_event_python = python["wall_s"] / (args.resources * args.events)
         return {
@@ -219,10 +222,30 @@ def table(r: dict[str, Any]) -> str:
             f"| Python report scaled to the fleet | {scaled:.0f} s | – | – |",
             "",
             f"Per event, the fleet report is {r['speedup_per_event']:.1f}× faster than the Python "
-            "path. Targets: under 60 s and 2 GB for the 16 M events, at least 10× per event.",
+            "path. Targets: under 60 s and 2 GB for the 16 M events, at least 10× per event"
+            f" — {_verdict(r)}. The one-minute load average after each measurement: "
+            f"{fleet.get('load_average', 0):.1f} (fleet), {python.get('load_average', 0):.1f} "
+            "(Python); on a quiet machine both take less, the ratio moves less.",
+            "",
+            "Where the time goes (800,000 events of one cluster, profiled): parsing the NDJSON "
+            "is about a tenth; copying it into the staged table (a string key, name, "
+            "accelerator and topology per event, since every event line carries its "
+            "attributes) and the four window sorts of the figures the rest. What would close "
+            "the gap, not done yet: keep each immutable segment in the cache as Parquet with "
+            "integer key ids (parsed once, not at every report), and carry attributes only on "
+            "the lines where they change.",
             "",
         ]
     )
+
+
+def _verdict(r: dict[str, Any]) -> str:
+    met = (
+        r["fleet"]["wall_s"] < 60
+        and r["fleet"]["peak_rss_mb"] < 2048
+        and r["speedup_per_event"] >= 10
+    )
+    return "met" if met else "not met in this run"
 
 
 def write_docs(text: str) -> None:
