@@ -223,7 +223,7 @@ def table(r: dict[str, Any]) -> str:
             "",
             f"Per event, the fleet report is {r['speedup_per_event']:.1f}× faster than the Python "
             "path. Targets: under 60 s and 2 GB for the 16 M events, at least 10× per event"
-            f" — {_verdict(r)}. The one-minute load average after each measurement: "
+            f" — {_verdict(r)}. The one-minute load average around each measurement: "
             f"{fleet.get('load_average', 0):.1f} (fleet), {python.get('load_average', 0):.1f} "
             "(Python); on a quiet machine both take less, the ratio moves less.",
             "",
