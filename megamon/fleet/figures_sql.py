@@ -3,9 +3,10 @@
 This restates ``megamon.summary.availability`` over the canonical relations
 (``megamon.fleet.canonical``) and gives the same numbers to the nanosecond
 (``test/fleet/test_equivalence.py`` checks it on random histories). It is the fast form of
-``megamon.fleet.portable_sql`` (the same steps, one CTE each, in the SQL the BigQuery views
-are written in): every window here shares one partition (the lifetime, an integer pair) and
-one order (the event's position), so a fleet of 16 M events is sorted once, not ten times.
+``deploy/bigquery/views/figures.sql`` (the same steps, one CTE each, in BigQuery SQL; its
+test compares the two): every window here shares one partition (the lifetime, an integer
+pair) and one order (the event's position), so the events are sorted four times, where the
+step-per-CTE form sorts them about ten times.
 
 1. **keyed / placed**: each key gets an integer id; each row its *lifetime*: an archive
    entry's rows carry their own retirement, any other row belongs to the first retirement of
