@@ -270,9 +270,12 @@ def log_glob(root: Path) -> str:
 
 
 def _read_log(root: Path, columns: str) -> str:
+    """The segments of ``root``. A line that cannot be read (a damaged segment, which the
+    recorder quarantines and never rewrites) is skipped, like a line missing a field the
+    adapter needs: a report reads what is whole and never invents an event."""
     return (
         f"read_json({_sql_text(log_glob(root))}, format = 'newline_delimited', "
-        f"columns = {columns}, hive_partitioning = false)"
+        f"columns = {columns}, hive_partitioning = false, ignore_errors = true)"
     )
 
 
@@ -293,7 +296,9 @@ def log_entries_sql(cluster: str, root: Path) -> str:
              coalesce(attrs."{TOPOLOGY_ATTR}", '') AS topology,
              CASE WHEN attrs."{CHIPS_ATTR}" > 0 THEN attrs."{CHIPS_ATTR}" END AS chips
       FROM {_read_log(root, _LOG_COLUMNS)}
-      WHERE type IN ('event', 'attrs')
+      WHERE key IS NOT NULL AND tsNs IS NOT NULL AND kind IS NOT NULL
+        AND ((type = 'event' AND up IS NOT NULL AND ed IS NOT NULL AND f IS NOT NULL)
+             OR (type = 'attrs' AND attrs IS NOT NULL))
     """
 
 
@@ -305,7 +310,7 @@ def log_retirements_sql(cluster: str, root: Path) -> str:
     return f"""
       SELECT {_sql_text(cluster)} AS cluster, kind, key, tsNs AS retired_at
       FROM {_read_log(root, _RETIRED_COLUMNS)}
-      WHERE type = 'retired'
+      WHERE type = 'retired' AND key IS NOT NULL AND tsNs IS NOT NULL AND kind IS NOT NULL
     """
 
 

@@ -212,3 +212,34 @@ def test_the_cache_never_downloads_an_object_twice(bucket_clusters: str, tmp_pat
     assert third.downloaded == 1
     assert not (tmp_path / "cache" / archives[0]).exists()
     assert (tmp_path / "cache" / name).read_bytes() == data
+
+
+def test_a_damaged_segment_keeps_its_whole_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Garbage, a line missing its flags and a line cut short are skipped; the rest counts."""
+    segment = tmp_path / "east" / "log" / "kind=nodepool" / "date=2026-06-01"
+    segment.mkdir(parents=True)
+    line = (
+        '{{"type":"event","cluster":"east","kind":"nodepool","key":"np-a","tsNs":{ts},'
+        '"up":{up},"ed":false,"f":false,"attrs":{{"nodePoolName":"np-a"}},"since":null}}\n'
+    )
+    t = 1_780_272_000_000_000_000
+    hour = 3_600_000_000_000
+    (segment / "0000000000000001.ndjson").write_text(
+        line.format(ts=t, up="false")
+        + "GARBAGE{\n"
+        + '{"type":"event","kind":"nodepool","key":"np-a","tsNs":1780272000000000001}\n'
+        + line.format(ts=t + hour, up="true")
+        + line.format(ts=t + 2 * hour, up="false")[:40]
+    )
+    (tmp_path / "west").mkdir()
+    fleet = report_json(
+        capsys, "--events-dir", str(tmp_path / "east"), "--events-dir", str(tmp_path / "west")
+    )
+    (pool,) = fleet["resources"]
+    assert pool["name"] == "np-a"
+    assert pool["provisioningState"] == "success"
+    assert pool["provisioningDuration"] == hour
+    assert pool["state"] == "up"
+    assert pool["downTime"] == 0
