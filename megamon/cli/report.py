@@ -259,6 +259,8 @@ def run(args: argparse.Namespace) -> int:
     window = Window(now=now, since=parse_since(args.since, now))
     request = FleetRequest(args.events_dir, args.clusters, args.bucket, args.cache_dir)
     if is_fleet(request):
+        if args.path is not None:
+            raise ConfigError("--path names one history: give --clusters PATTERN instead")
         return _run_fleet(args, window, request)
     args.events_dir = args.events_dir[0] if args.events_dir else None
     store = history_store(args)

@@ -130,6 +130,8 @@ def test_table_and_html_name_the_clusters(
         (["--events-dir", "{base}/east", "--events-dir", "{base}/missing"], "no such directory"),
         (["--events-dir", "{base}/east", "--events-dir", "{base}/east"], "two histories"),
         (["--clusters", "*"], "--clusters needs --bucket or --events-dir"),
+        (["--bucket", "b", "--path", "p", "--clusters", "*"], "--path names one history"),
+        (["--bucket", "b", "--events-dir", "{base}", "--clusters", "*"], "not both"),
     ],
 )
 def test_bad_fleet_options_exit_2(
