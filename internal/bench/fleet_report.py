@@ -228,8 +228,8 @@ def table(r: dict[str, Any]) -> str:
             "Where the time goes (one cluster's 800,000 events, profiled on a quiet machine): "
             "0.8 s to read the segments into the staged table, about half of it parsing the "
             "NDJSON, and 1.3 s for the figures (four window sorts over the events); 16 M "
-            "events take more than 20 times that, as DuckDB spills to disk past its 1.5 GB "
-            "memory limit. What would close the gap, not done yet: keep each immutable "
+            "events took more than 20 times that here (a busier machine, and probably "
+            "DuckDB spilling past its 1.5 GB memory limit: not verified). What would close the gap, not done yet: keep each immutable "
             "segment in the cache as Parquet with integer key ids (parsed once, not at every "
             "report), and fewer sorts (the per-lifetime scans in one ordered pass).",
             "",
