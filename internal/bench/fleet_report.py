@@ -231,7 +231,8 @@ def table(r: dict[str, Any]) -> str:
             "events took more than 20 times that here (a busier machine, and probably "
             "DuckDB spilling past its 1.5 GB memory limit: not verified). What would close "
             "the gap, not done yet: keep each immutable segment in the cache as Parquet "
-            "with integer key ids (parsed once, not at every report), and fewer sorts (the per-lifetime scans in one ordered pass).",
+            "with integer key ids (parsed once, not at every report), and fewer sorts "
+            "(the per-lifetime scans in one ordered pass).",
             "",
         ]
     )
