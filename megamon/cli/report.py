@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from megamon.cli import report_format, report_html
+from megamon.cli import fleet_render, report_format, report_html
 from megamon.cli.history import (
     KINDS_HELP,
     add_history_options,
@@ -36,9 +36,17 @@ from megamon.codec import report as report_codec
 from megamon.domain import timestamps
 from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError, MegamonError
+from megamon.fleet.command import FleetRequest, is_fleet, run_fleet
+from megamon.fleet.gcs import GcsObjects
 from megamon.publishing.exporters.archives import LATEST_NAME, REPORTS_DIR
 from megamon.stores.base import EventStore, Moved, ObjectBackend
-from megamon.stores.factory import Medium, history_location, objects_at, reports_location
+from megamon.stores.factory import (
+    Medium,
+    gcs_client,
+    history_location,
+    objects_at,
+    reports_location,
+)
 from megamon.summary.availability import (
     AvailabilityReport,
     Resource,
@@ -69,9 +77,13 @@ def register(commands: Any) -> None:
         help="availability, interruptions, MTTR/MTBI and provisioning over a window",
         description="Per resource and per kind/accelerator/topology, over [--since, --now]: "
         "availability = up / (up + down), expected-down and provisioning time excluded; "
-        "interruptions, recoveries, MTTR, MTBI, provisioning. Live and archived history.",
+        "interruptions, recoveries, MTTR, MTBI, provisioning. Live and archived history. "
+        "Several --events-dir, or --clusters PATTERN, report a fleet: one row per resource "
+        "with its cluster, and fleet rows per kind, accelerator and topology.",
+        conflict_handler="resolve",
     )
     add_history_options(parser)
+    _add_fleet_options(parser)
     parser.add_argument(
         "--kind",
         metavar="KIND",
@@ -96,6 +108,30 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     parser.set_defaults(run=run)
+
+
+def _add_fleet_options(parser: argparse.ArgumentParser) -> None:
+    """The fleet report's options; ``--events-dir`` may be given once per cluster."""
+    parser.add_argument(
+        "--events-dir",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="read history from this directory; several: a fleet report, one cluster each "
+        "(named by the directory); once with --clusters: its subdirectories that match",
+    )
+    parser.add_argument(
+        "--clusters",
+        metavar="PATTERN",
+        help="a fleet report over every history whose path matches, e.g. "
+        "'megamon/clusters/*' in --bucket (fetched into --cache-dir) or in --events-dir",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="where histories fetched from --bucket are kept between reports "
+        "(default: $XDG_CACHE_HOME/megamon/fleet)",
+    )
 
 
 # --- arguments ---------------------------------------------------------------------------
@@ -215,9 +251,26 @@ def _write(data: bytes, output: str | None) -> None:
         raise ConfigError(f"-o {output}: {err.strerror or err}") from None
 
 
+def _run_fleet(args: argparse.Namespace, window: Window, request: FleetRequest) -> int:
+    """The fleet report (``megamon.fleet``): many histories, one report."""
+
+    def bucket_objects(bucket: str) -> GcsObjects:
+        return GcsObjects(gcs_client(history_config(args).GKE.ProjectID), bucket)
+
+    report = run_fleet(request, selected_kinds(args.kind), window, bucket_objects)
+    _write(fleet_render.render(report, args.format), args.output)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     now = parse_now(args.now)
     window = Window(now=now, since=parse_since(args.since, now))
+    request = FleetRequest(args.events_dir, args.clusters, args.bucket, args.cache_dir)
+    if is_fleet(request):
+        if args.path is not None:
+            raise ConfigError("--path names one history: give --clusters PATTERN instead")
+        return _run_fleet(args, window, request)
+    args.events_dir = args.events_dir[0] if args.events_dir else None
     store = history_store(args)
     if args.kind:
         kinds = [resolve_kind(kind, args) for kind in selected_kinds(args.kind)]
