@@ -186,7 +186,13 @@ def start(config: Config) -> Service:
     is_leader = elector.is_leader if elector is not None else (lambda: True)
     exporters = build_exporters(config, api_client=api, instruments=instruments)
     aggregator = Aggregator(
-        event_log=EventLog(open_store(config, instruments), kinds, instruments=instruments),
+        event_log=EventLog(
+            open_store(config, instruments),
+            kinds,
+            cluster=config.GKE.ClusterName,
+            snapshot_interval_s=config.SnapshotIntervalSeconds,
+            instruments=instruments,
+        ),
         cluster=cluster,
         pools=_node_pools(config, cluster, instruments),
         kinds=kinds,
@@ -211,7 +217,7 @@ def start(config: Config) -> Service:
     registry.register(LeaderOnly(own, is_leader))
 
     def serving() -> bool:
-        return aggregator.ready() or not is_leader()
+        return aggregator.ready() or not is_leader() or aggregator.standing_by()
 
     metrics = _metrics_server(config, registry, serving, api)
     probes = ProbeServer(config.ProbeAddr, healthy=aggregator.healthy, ready=serving)

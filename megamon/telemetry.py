@@ -8,7 +8,7 @@ rendered from the latest report by the collector.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 LABEL_OPERATION = "operation"
 LABEL_KIND = "kind"
@@ -39,6 +39,12 @@ class Instruments:
             f"{prefix}_event_store_conflicts",
             "Compare-and-swap writes that lost to another writer and were re-applied.",
             [LABEL_KIND],
+            registry=registry,
+        )
+        self.writer_standing_by = Gauge(
+            f"{prefix}_history_writer_standing_by",
+            "1 while another process holds the history's writer lease and this one records "
+            "nothing (it takes over when the lease lapses or is released), else 0.",
             registry=registry,
         )
 

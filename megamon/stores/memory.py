@@ -53,9 +53,14 @@ class MemoryObjects:
     def copy(self, name: str, new_name: str, generation: int) -> None:
         self.upload(new_name, self.download(name, generation), 0)
 
-    def list(self, prefix: str) -> list[str]:
+    def list(self, prefix: str, start: str = "") -> list[str]:
         with self._lock:
-            return sorted(n for n in self._objects if n.startswith(prefix))
+            return sorted(n for n in self._objects if n.startswith(prefix) and n >= start)
+
+    def delete(self, name: str) -> None:
+        """Remove an object (tests use it to lose a file underneath megamon)."""
+        with self._lock:
+            self._objects.pop(name, None)
 
     def put_raw(self, name: str, data: bytes) -> int:
         """Replace an object unconditionally (tests use it to plant a corrupt file)."""

@@ -28,6 +28,7 @@ from megamon.domain.events import ArchiveEntry, EventRecord
 from megamon.domain.kinds import Kind, event_file
 from megamon.errors import Conflict, EventFileError, StoreError
 from megamon.stores.base import Moved, ObjectBackend, Snapshot
+from megamon.stores.segments import SegmentLog
 from megamon.telemetry import Instruments
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,8 @@ class ObjectEventStore:
         self._clock = clock
         self._cache: dict[Kind, tuple[int, Snapshot]] = {}
         self._lock = threading.Lock()
+        self.log = SegmentLog(backend, self._path, instruments=self._instruments)
+        """The append-only log beside the event files (docs/history.md)."""
 
     def _name(self, *parts: str) -> str:
         return "/".join(p for p in (self._path, *parts) if p)
