@@ -1,5 +1,6 @@
-"""``megamon events show KIND`` and ``megamon events archive KIND [KEY]``: print the history
-megamon keeps, as JSON, for an operator after an incident."""
+"""``megamon events show KIND``, ``megamon events archive KIND [KEY]``: print the history
+megamon keeps (snapshot + log), as JSON, for an operator after an incident;
+``megamon events compact``: write the snapshots now (docs/history.md)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ import orjson
 
 from megamon.cli.history import add_history_options, history_store, parse_kind
 from megamon.codec import history as codec
+from megamon.domain.kinds import Kind
+from megamon.errors import ConfigError
+from megamon.recording.eventlog import EventLog
+from megamon.recording.loading import load_kind
 
 
 def register(commands: Any) -> None:
@@ -23,6 +28,13 @@ def register(commands: Any) -> None:
     show.add_argument("kind", metavar="KIND", type=parse_kind)
     add_history_options(show)
     show.set_defaults(run=run_show)
+
+    compact = actions.add_parser(
+        "compact",
+        help="fold the log into the Go-format event files now (refused while megamon runs)",
+    )
+    add_history_options(compact)
+    compact.set_defaults(run=run_compact)
 
     archive = actions.add_parser(
         "archive", help="the keys retired from a kind, or every retirement of one key"
@@ -38,8 +50,25 @@ def _print(document: Any) -> None:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    snapshot = history_store(args).read(args.kind)
-    _print(orjson.loads(codec.encode_event_file(snapshot.records)))
+    loaded = load_kind(history_store(args), args.kind)
+    _print(orjson.loads(codec.encode_event_file(loaded.history.records)))
+    return 0
+
+
+def run_compact(args: argparse.Namespace) -> int:
+    """Take the writer lease, read every kind, write each snapshot that is behind the log."""
+    store = history_store(args)
+    log = EventLog(store, [])
+    if not log.load(list(Kind)):
+        raise ConfigError(
+            f"the history in {store.describe()} is being written by another process "
+            "(its writer lease is held); it snapshots by itself"
+        )
+    try:
+        written = log.compact()
+    finally:
+        log.close()
+    _print({"compacted": [kind.value for kind in written]})
     return 0
 
 

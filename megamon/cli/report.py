@@ -33,6 +33,7 @@ from megamon.domain import timestamps
 from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError, MegamonError
 from megamon.publishing.exporters.archives import LATEST_NAME, REPORTS_DIR
+from megamon.recording.loading import load_kind
 from megamon.stores.base import EventStore, Moved, ObjectBackend
 from megamon.stores.factory import gcs_client
 from megamon.stores.gcs import GcsObjects
@@ -181,11 +182,17 @@ def read_labels(args: argparse.Namespace) -> Labels:
 
 
 def read_resources(store: EventStore, kinds: list[Kind], labels: Labels) -> Iterator[Resource]:
-    """Every live record and every archive entry of ``kinds``."""
+    """Every live record (snapshot + log) and every archive entry of ``kinds``.
+
+    Live resources are named by the attributes recorded in the log; a report's labels
+    (``reports/latest.json``) fill in keys the log has none for (a history the Go megamon
+    wrote)."""
     for kind in kinds:
         kind_labels = labels.get(kind, {})
-        for key, record in store.read(kind).records.items():
-            yield Resource(kind, key, record, kind_labels.get(key, {}))
+        history = load_kind(store, kind).history
+        for key, record in history.records.items():
+            attrs = history.attrs.get(key) or kind_labels.get(key, {})
+            yield Resource(kind, key, record, attrs)
         for key in store.archived_keys(kind):
             for entry in store.read_archive(kind, key):
                 yield Resource(kind, entry.key, entry.record, entry.attrs, entry.retired_at)

@@ -97,8 +97,13 @@ class WriterLease:
         try:
             self._generation = self._backend.upload(self._name, encode_lease(record), expected)
         except Conflict:
-            self._generation = None
-            return False
+            # Our own upload, retried by the client after it had landed, fails its
+            # precondition too: the object then is exactly what we wrote.
+            state = self.read()
+            if state.record != record:
+                self._generation = None
+                return False
+            self._generation = state.generation
         self._renew_at = now + self._duration // RENEW_FRACTION
         self.other = None
         return True

@@ -74,6 +74,13 @@ class MemoryObjects:
 class MemoryEventStore(ObjectEventStore):
     """An event store that forgets everything when the process ends."""
 
-    def __init__(self, path: str = "", *, instruments: Instruments | None = None) -> None:
-        self.objects = MemoryObjects()
+    def __init__(
+        self,
+        path: str = "",
+        *,
+        instruments: Instruments | None = None,
+        objects: MemoryObjects | None = None,
+    ) -> None:
+        """``objects``: share a namespace with another store (two processes, one bucket)."""
+        self.objects = objects or MemoryObjects()
         super().__init__(self.objects, path, instruments=instruments)
