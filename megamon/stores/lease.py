@@ -19,6 +19,8 @@ cannot create the same segment.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +37,25 @@ DEFAULT_LEASE_SECONDS = 30.0
 """How long a holder that stopped renewing keeps others out."""
 RENEW_FRACTION = 3
 """Renewed when a third of the duration has passed."""
+
+
+def holder_gone(holder: str) -> bool:
+    """Whether ``holder`` (``host/pid``) was a process of this host that no longer exists.
+
+    A megamon killed and restarted on the same host (a container restarted in its pod keeps
+    its hostname) then takes over at once instead of waiting for the lease to lapse; a
+    second live ``megamon run`` on the same host still stands by.
+    """
+    host, _, pid = holder.rpartition("/")
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 @dataclass(frozen=True)
@@ -56,8 +77,11 @@ class WriterLease:
         *,
         duration_s: float = DEFAULT_LEASE_SECONDS,
         clock: Callable[[], int] = time.time_ns,
+        gone: Callable[[str], bool] | None = None,
     ) -> None:
+        """``gone`` says whether a holder is known to have ended (``holder_gone``)."""
         self._backend = backend
+        self._gone = gone or holder_gone
         self._name = name
         self.holder = holder
         self._duration = int(duration_s * timestamps.NANOS_PER_SECOND)
@@ -122,7 +146,12 @@ class WriterLease:
             log.warning("writer lease %s was taken over by another process", self.describe())
         state = self.read()
         record = state.record
-        if record is not None and record.holder != self.holder and now < record.expires:
+        if (
+            record is not None
+            and record.holder != self.holder
+            and now < record.expires
+            and not self._gone(record.holder)
+        ):
             self.other = record
             return False
         return self._write(state.generation, now + self._duration)
@@ -146,4 +175,6 @@ def writer_lease(
     clock: Callable[[], int] = time.time_ns,
 ) -> WriterLease:
     """The lease of the history ``log`` belongs to."""
-    return WriterLease(log.backend, log.name(LEASE_NAME), holder, duration_s=duration_s, clock=clock)
+    return WriterLease(
+        log.backend, log.name(LEASE_NAME), holder, duration_s=duration_s, clock=clock
+    )

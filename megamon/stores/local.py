@@ -94,7 +94,12 @@ class LocalObjects:
         names = []
         for path in base.rglob("*"):
             name = path.relative_to(self._root).as_posix()
-            if path.is_file() and not path.name.startswith(".") and name.startswith(prefix) and name >= start:
+            if (
+                path.is_file()
+                and not path.name.startswith(".")
+                and name.startswith(prefix)
+                and name >= start
+            ):
                 names.append(name)
         return sorted(names)
 

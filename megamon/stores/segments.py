@@ -54,8 +54,10 @@ class SegmentName:
     def parse(cls, relative: str) -> SegmentName | None:
         """The name of ``kind=…/date=…/<seq>.ndjson``; ``None`` for anything else."""
         parts = relative.split("/")
-        if len(parts) != 3 or not parts[1].startswith("date=") or not parts[2].endswith(
-            SEGMENT_SUFFIX
+        if (
+            len(parts) != 3
+            or not parts[1].startswith("date=")
+            or not parts[2].endswith(SEGMENT_SUFFIX)
         ):
             return None
         digits = parts[2].removesuffix(SEGMENT_SUFFIX)

@@ -24,6 +24,7 @@ from internal.faultproxy import FaultProxy
 from internal.gcsemu.client import make_storage_client
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP
 from megamon.domain.kinds import Kind
+from megamon.recording.loading import load_kind
 from megamon.stores.gcs import GcsEventStore
 from test.e2e.harness import MegamonProcess
 from test.observing.scenarios.world import CLUSTER, LOCATION, PROJECT, World
@@ -78,6 +79,7 @@ class Rig:
         return process
 
     def history(self) -> History:
+        """What a restart would read: the snapshot and the log after it."""
         store = GcsEventStore(make_storage_client(self.emulator_endpoint), self.bucket, PATH)
         return {
             kind.value: {
@@ -85,7 +87,7 @@ class Rig:
                     (ts, bool(f & FLAG_UP), bool(f & FLAG_EXPECTED_DOWN), bool(f & FLAG_FAILED))
                     for ts, f in zip(record.timestamps, record.flags, strict=True)
                 ]
-                for key, record in store.read(kind).records.items()
+                for key, record in load_kind(store, kind).history.records.items()
             }
             for kind in (Kind.NODEPOOL, Kind.JOBSET, Kind.JOBSET_NODES)
         }

@@ -4,13 +4,11 @@ memory event store."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from megamon.domain import labels
-from megamon.domain.events import EventRecord
 from megamon.domain.kinds import Kind
 from megamon.domain.reports import Report
 from megamon.domain.summaries import ProvisioningState

@@ -212,7 +212,7 @@ def test_a_corrupt_segment_is_quarantined_and_its_whole_lines_are_kept() -> None
     log = _log(store, clock)
     log.append({NP: {"np": DOWN}}, T)
     log.append({NP: {"np": UP}}, T + S)
-    [first, second] = _segments(store)
+    [_first, second] = _segments(store)
     gen = store.objects.generation(second)
     assert gen is not None
     data = store.objects.download(second, gen)
