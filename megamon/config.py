@@ -57,7 +57,7 @@ class Config(_Section):
 
     MetricsPrefix: str = "megamon"
     AggregationIntervalSeconds: int = Field(10, gt=0)
-    SnapshotIntervalSeconds: int = Field(900, ge=10, le=86_400)
+    SnapshotIntervalSeconds: int = Field(900, ge=1, le=86_400)
     PollingIntervalSeconds: int = Field(0, ge=0)
     Exporters: list[str] = []
     ReportConfigMapRef: ConfigMapRef = ConfigMapRef(

@@ -33,6 +33,7 @@ from megamon.domain import timestamps
 from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError, MegamonError
 from megamon.publishing.exporters.archives import LATEST_NAME, REPORTS_DIR
+from megamon.recording.eventlog import DEFAULT_HEARTBEAT_S
 from megamon.recording.loading import load_kind
 from megamon.stores.base import EventStore, Moved, ObjectBackend
 from megamon.stores.factory import gcs_client
@@ -43,6 +44,7 @@ from megamon.summary.availability import (
     Resource,
     Window,
     availability_report,
+    unobserved_gaps,
 )
 from megamon.telemetry import Instruments
 
@@ -61,6 +63,8 @@ _UNIT_NS = {
 """The report keys that are attributes (the rest of a report entry is upness or summary)."""
 
 Labels = Mapping[Kind, Mapping[str, Mapping[str, object]]]
+UNOBSERVED_SLACK_NS = 2 * int(DEFAULT_HEARTBEAT_S) * timestamps.NANOS_PER_SECOND
+"""A running megamon's last heartbeat may be this old; after that, it counts as stopped."""
 
 
 def register(commands: Any) -> None:
@@ -181,7 +185,9 @@ def read_labels(args: argparse.Namespace) -> Labels:
         return {}
 
 
-def read_resources(store: EventStore, kinds: list[Kind], labels: Labels) -> Iterator[Resource]:
+def read_resources(
+    store: EventStore, kinds: list[Kind], labels: Labels, now: int
+) -> Iterator[Resource]:
     """Every live record (snapshot + log) and every archive entry of ``kinds``.
 
     Live resources are named by the attributes recorded in the log; a report's labels
@@ -190,12 +196,15 @@ def read_resources(store: EventStore, kinds: list[Kind], labels: Labels) -> Iter
     for kind in kinds:
         kind_labels = labels.get(kind, {})
         history = load_kind(store, kind).history
+        gaps = unobserved_gaps(history.observed, now, UNOBSERVED_SLACK_NS)
         for key, record in history.records.items():
             attrs = history.attrs.get(key) or kind_labels.get(key, {})
-            yield Resource(kind, key, record, attrs)
+            yield Resource(kind, key, record, attrs, unobserved=gaps)
         for key in store.archived_keys(kind):
             for entry in store.read_archive(kind, key):
-                yield Resource(kind, entry.key, entry.record, entry.attrs, entry.retired_at)
+                yield Resource(
+                    kind, entry.key, entry.record, entry.attrs, entry.retired_at, gaps
+                )
 
 
 # --- writing -----------------------------------------------------------------------------
@@ -226,6 +235,6 @@ def run(args: argparse.Namespace) -> int:
     window = Window(now=now, since=parse_since(args.since, now))
     store = history_store(args)
     kinds = selected_kinds(args.kind)
-    resources = list(read_resources(store, kinds, read_labels(args)))
+    resources = list(read_resources(store, kinds, read_labels(args), now))
     _write(render(availability_report(resources, window), args.format), args.output)
     return 0

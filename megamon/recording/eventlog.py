@@ -82,7 +82,8 @@ class _KindState:
     """Attributes objects already compared with the recorded ones (identity fast path)."""
     run_since: int | None = None
     last_now: int | None = None
-    last_segment_at: int = 0
+    heartbeat_until: int | None = None
+    """The end of the observed span the last segment recorded."""
     snapshot_due: int = 0
     unsnapshotted: bool = False
 
@@ -276,9 +277,10 @@ class EventLog:
 
     # flushing -----------------------------------------------------------------------------
 
-    def flush(self) -> None:
+    def flush(self, *, final: bool = False) -> None:
         """Persist every kind's queued lines, and snapshots that are due; ``StoreError`` if
-        some could not be (they stay queued)."""
+        some could not be (they stay queued). ``final``: a heartbeat up to the latest batch
+        too, due or not (shutdown)."""
         with self._flush_lock:
             if not self._kinds or not self._writable():
                 return
@@ -287,7 +289,7 @@ class EventLog:
                 kinds = list(self._kinds)
             for kind in kinds:
                 try:
-                    self._flush_kind(kind)
+                    self._flush_kind(kind, final)
                     if self._clock() >= self._kinds[kind].snapshot_due:
                         self._snapshot_kind(kind)
                 except Conflict as err:
@@ -299,7 +301,7 @@ class EventLog:
             if errors:
                 raise StoreError("; ".join(errors))
 
-    def _flush_kind(self, kind: Kind) -> None:
+    def _flush_kind(self, kind: Kind, final: bool = False) -> None:
         with self._lock:
             state = self._kinds[kind]
             lines = list(state.pending)
@@ -307,7 +309,7 @@ class EventLog:
             since, until = state.run_since, state.last_now
             covers = state.loaded.covers
         clock = self._clock()
-        if not lines and not retired and clock - state.last_segment_at < self._heartbeat_ns:
+        if not lines and not retired and not self._heartbeat_due(state, until, final):
             return
         for key in sorted(retired):
             self._archive(retired[key])
@@ -322,11 +324,21 @@ class EventLog:
             for key in retired:
                 state.retired.pop(key, None)
             state.loaded.covers = name
-            state.last_segment_at = clock
+            state.heartbeat_until = until
             state.unsnapshotted = True
             if since is not None and until is not None:
                 history = state.loaded.history
                 history.observed = add_span(history.observed, (since, until))
+
+    def _heartbeat_due(self, state: _KindState, until: int | None, final: bool) -> bool:
+        """On the batches' own timeline, so a replayed or scripted history is covered as
+        densely as a live one."""
+        if until is None:
+            return False
+        last = state.heartbeat_until
+        if last is None:
+            return True
+        return until > last if final else until - last >= self._heartbeat_ns
 
     def _archive(self, entry: ArchiveEntry) -> None:
         name = self._store.archive(entry)
@@ -403,7 +415,7 @@ class EventLog:
     def close(self) -> None:
         """Flush, snapshot and let a standby take over (a clean shutdown)."""
         try:
-            self.flush()
+            self.flush(final=True)
             if not self._standing_by:
                 self.compact()
         finally:

@@ -130,35 +130,34 @@ def test_two_replicas_with_leader_election(fresh_rig: Rig, clean_history: Histor
     assert_same_history(clean_history, history, TOLERANCE_S + 2 * CYCLE_S)
 
 
-def _wait_for_request(rig: Rig, pattern: str, timeout: float = 15.0) -> None:
-    rig.processes[-1].wait_for(
-        lambda: any(re.search(pattern, rec.target) for rec in rig.proxy.records),
-        f"a request matching {pattern}",
-        timeout,
-    )
-
-
 def test_megamon_killed_in_the_middle_of_a_snapshot_then_restarted(
     fresh_rig: Rig, clean_history: History
 ) -> None:
-    """megamon is killed with SIGKILL while its snapshot of node-pools.json is held by a stall,
-    then restarted. The event file is the old one or the new one, never half of one; the
-    restart reads it and the segments after it."""
+    """megamon snapshots every 3 s. Its second snapshot (the first compare-and-swap write of
+    node-pools.json onto an existing generation) is held by a stall and megamon is killed with
+    SIGKILL in the middle of it, then restarted. The event file is the old one or the new one,
+    never half of one (GCS has no partial objects); the restart reads it and the segments
+    after it, whichever mark it finds."""
     restarted: dict[str, float] = {}
 
     def kill_mid_snapshot(r: Rig) -> None:
-        r.proxy.stall_next(1, 30.0, method="POST", path="node-pools.json")
-        _wait_for_request(r, "node-pools.json")
+        replacing = r"ifGenerationMatch=[1-9]"  # not a segment: those are create-only
+        r.proxy.stall_next(1, 30.0, method="POST", path=replacing)
+        r.processes[0].wait_for(
+            lambda: any(re.search(replacing, rec.target) for rec in r.proxy.records),
+            "a snapshot write",
+            10,
+        )
         r.processes[0].stop(kill=True)
         r.proxy.clear_rules()
         started = time.monotonic()
-        r.megamon(SnapshotIntervalSeconds=10)
+        r.megamon(SnapshotIntervalSeconds=3)
         restarted["gap"] = time.monotonic() - started
 
     history = run_scenario(
         fresh_rig,
-        [(6.0, "SIGKILL during a snapshot", kill_mid_snapshot)],
-        SnapshotIntervalSeconds=10,
+        [(4.5, "SIGKILL during a snapshot", kill_mid_snapshot)],
+        SnapshotIntervalSeconds=3,
     )
     assert_same_history(clean_history, history, TOLERANCE_S + restarted["gap"] + CYCLE_S)
 
@@ -198,7 +197,7 @@ def test_gcs_outage_across_a_snapshot(fresh_rig: Rig, clean_history: History) ->
         (6.0, "GCS down", lambda r: r.proxy.fail_next(1_000_000, 503)),
         (11.0, "GCS back", lambda r: r.proxy.clear_rules()),
     ]
-    history = run_scenario(fresh_rig, faults, SnapshotIntervalSeconds=10)
+    history = run_scenario(fresh_rig, faults, SnapshotIntervalSeconds=3)
     assert_same_history(clean_history, history, TOLERANCE_S)
 
 
