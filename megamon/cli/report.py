@@ -202,9 +202,7 @@ def read_resources(
             yield Resource(kind, key, record, attrs, unobserved=gaps)
         for key in store.archived_keys(kind):
             for entry in store.read_archive(kind, key):
-                yield Resource(
-                    kind, entry.key, entry.record, entry.attrs, entry.retired_at, gaps
-                )
+                yield Resource(kind, entry.key, entry.record, entry.attrs, entry.retired_at, gaps)
 
 
 # --- writing -----------------------------------------------------------------------------

@@ -293,3 +293,25 @@ def test_ready_once_every_required_kind_was_observed() -> None:
     assert not log.ready
     log.append({Kind.JOBSET: {"js": UP}}, T)
     assert log.ready
+
+
+class _CrashBeforeMark(MemoryEventStore):
+    """Dies (as kill -9 would) between the event file and its mark."""
+
+    def write(self, kind: Kind, records: Mapping[str, EventRecord], version: str | None) -> str:
+        written = super().write(kind, records, version)
+        raise SystemExit(f"killed after writing generation {written}")
+
+
+def test_killed_between_the_snapshot_and_its_mark_the_restart_reads_each_event_once() -> None:
+    crashing, clock = _CrashBeforeMark(), Clock()
+    log = _log(crashing, clock, snapshot_interval_s=10)
+    log.append({NP: {"np": DOWN}}, T)
+    log.append({NP: {"np": UP}}, T + S)
+    clock.now += 11 * S
+    with pytest.raises(SystemExit):
+        log.append({NP: {"np": DOWN}}, clock.now)  # segment 3, then the snapshot: killed
+    store = MemoryEventStore(objects=crashing.objects)
+    assert store.objects.generation("node-pools.json") is not None
+    assert store.objects.generation("log/snapshots/node-pools.json") is None
+    assert _events(store, "np") == [(0, 0), (1, 1), (11, 0)]
