@@ -265,7 +265,13 @@ def probe_cycles(args: argparse.Namespace) -> dict[str, Any]:
     instruments = Instruments("megamon", own)
     store = ObjectEventStore(backend, "", instruments=instruments)
     clock = {"now": time.time_ns()}
-    _seed(store, pools, base, args.history, clock["now"])
+    _seed(
+        ObjectEventStore(backend, "", instruments=Instruments.unregistered()),
+        pools,
+        base,
+        args.history,
+        clock["now"],
+    )  # by another store, so start-up below reads and parses the files (no cache)
     view = _Snapshots(base)
     event_log = EventLog(store, KINDS, instruments=instruments)
     _, startup_wall, startup_cpu = _timed(lambda: event_log.load(KINDS))
