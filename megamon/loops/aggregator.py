@@ -205,8 +205,9 @@ class Aggregator:
                 log.error("cannot record events: %s", err)
 
     def persist_once(self) -> bool:
-        """Write out history held in memory only; on failure it stays pending."""
-        if not self._log.pending:
+        """Write out history held in memory only, heartbeats and snapshots; on failure it
+        stays pending."""
+        if not self._log.due:
             return True
         try:
             self._log.flush()

@@ -147,6 +147,22 @@ class EventLog:
         with self._lock:
             return any(s.pending or s.retired for s in self._kinds.values())
 
+    @property
+    def due(self) -> bool:
+        """Whether ``flush`` has something to do: unsaved history, a heartbeat, a snapshot or
+        the lease's renewal (the persist loop calls it only then)."""
+        if self._lease.renewal_due:
+            return True
+        clock = self._clock()
+        with self._lock:
+            return any(
+                s.pending
+                or s.retired
+                or self._heartbeat_due(s, s.last_now, final=False)
+                or (s.unsnapshotted and clock >= s.snapshot_due)
+                for s in self._kinds.values()
+            )
+
     def records(self) -> Mapping[Kind, Mapping[str, EventRecord]]:
         """The live records of every kind, as of the latest batch (an immutable view)."""
         with self._lock:
@@ -288,22 +304,24 @@ class EventLog:
             with self._lock:
                 kinds = list(self._kinds)
             for kind in kinds:
+                state = self._kinds.get(kind)
+                if state is None:
+                    continue  # dropped meanwhile: this process stood by
                 try:
-                    self._flush_kind(kind, final)
-                    if self._clock() >= self._kinds[kind].snapshot_due:
-                        self._snapshot_kind(kind)
+                    self._flush_kind(kind, state, final)
+                    if self._clock() >= state.snapshot_due:
+                        self._snapshot_kind(kind, state)
                 except Conflict as err:
                     log.warning("%s: another writer appended to this history (%s)", kind, err)
                     self._stand_by()
                     return
-                except (StoreError, KeyError) as err:
+                except StoreError as err:
                     errors.append(f"{kind}: {err}")
             if errors:
                 raise StoreError("; ".join(errors))
 
-    def _flush_kind(self, kind: Kind, final: bool = False) -> None:
+    def _flush_kind(self, kind: Kind, state: _KindState, final: bool = False) -> None:
         with self._lock:
-            state = self._kinds[kind]
             lines = list(state.pending)
             retired = dict(state.retired)
             since, until = state.run_since, state.last_now
@@ -351,10 +369,9 @@ class EventLog:
 
     # snapshots ----------------------------------------------------------------------------
 
-    def _snapshot_kind(self, kind: Kind) -> None:
+    def _snapshot_kind(self, kind: Kind, state: _KindState) -> None:
         """Write the live history to the Go-format event file, then its mark."""
         with self._lock:
-            state = self._kinds[kind]
             state.snapshot_due = self._clock() + self._snapshot_ns
             if not state.unsnapshotted or state.pending or state.retired:
                 return  # nothing new in the log, or lines not in a segment yet
@@ -395,10 +412,11 @@ class EventLog:
         """Write a snapshot of every kind with segments newer than its snapshot, now."""
         written = []
         with self._flush_lock:
-            for kind in list(self._kinds):
-                state = self._kinds[kind]
+            with self._lock:
+                states = list(self._kinds.items())
+            for kind, state in states:
                 if state.unsnapshotted and not state.pending and not state.retired:
-                    self._snapshot_kind(kind)
+                    self._snapshot_kind(kind, state)
                     written.append(kind)
         return written
 

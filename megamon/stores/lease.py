@@ -95,6 +95,11 @@ class WriterLease:
     def held(self) -> bool:
         return self._generation is not None
 
+    @property
+    def renewal_due(self) -> bool:
+        """Whether ``ensure`` would write (to keep a held lease)."""
+        return self._generation is not None and self._clock() >= self._renew_at
+
     def describe(self) -> str:
         return self._backend.describe(self._name)
 

@@ -315,3 +315,17 @@ def test_killed_between_the_snapshot_and_its_mark_the_restart_reads_each_event_o
     assert store.objects.generation("node-pools.json") is not None
     assert store.objects.generation("log/snapshots/node-pools.json") is None
     assert _events(store, "np") == [(0, 0), (1, 1), (11, 0)]
+
+
+def test_a_quiet_history_is_still_snapshotted_when_due() -> None:
+    """Nothing changes after a transition: the persist loop still has a snapshot to write
+    (and heartbeats and lease renewals), so ``due`` says so and ``flush`` writes it."""
+    store, clock = MemoryEventStore(), Clock()
+    log = _log(store, clock, snapshot_interval_s=60)
+    log.append({NP: {"np": DOWN}}, T)
+    assert not log.due and not log.pending
+    clock.now = T + 61 * S
+    assert log.due
+    log.flush()
+    assert store.read(NP).records["np"].timestamps == (T,)
+    assert not log.due
