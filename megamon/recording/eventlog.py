@@ -224,7 +224,8 @@ class EventLog:
         """
         results: dict[Kind, Reconciled] = {}
         errors: list[str] = []
-        if not self._writable():
+        # A held lease is renewed by ``flush`` (the persist loop): no store call here.
+        if not self._lease.held and not self._writable():
             return results
         with self._lock:
             for kind, observations in batch.items():
