@@ -28,6 +28,7 @@ import argparse
 import gc
 import gzip
 import json
+import multiprocessing
 import resource
 import statistics
 import sys
@@ -199,6 +200,18 @@ def _seed(
     store.write(Kind.JOBSET_NODES, jobsets, None)
 
 
+def _seed_directory(
+    directory: Path,
+    pools: list[NodePoolView],
+    snapshot: ClusterSnapshot,
+    events: int,
+    now: int,
+) -> None:
+    """``_seed`` into a local directory, with a store of its own (run in a child)."""
+    store = ObjectEventStore(LocalObjects(directory), "", instruments=Instruments.unregistered())
+    _seed(store, pools, snapshot, events, now)
+
+
 def _flip(base: ClusterSnapshot, order: list[str], cycle: int, now: int) -> ClusterSnapshot:
     nodes: dict[str, NodeView] = dict(base.nodes)
     for name in fleet_objects.flipped(order, cycle):
@@ -260,18 +273,21 @@ def probe_cycles(args: argparse.Namespace) -> dict[str, Any]:
     )
     pools, poll_wall, poll_cpu = _timed(lister.list_node_pools)
 
-    backend = _CountingObjects(Path(tempfile.mkdtemp(prefix="megamon-bench-")))
+    directory = Path(tempfile.mkdtemp(prefix="megamon-bench-"))
     own = CollectorRegistry()
     instruments = Instruments("megamon", own)
-    store = ObjectEventStore(backend, "", instruments=instruments)
     clock = {"now": time.time_ns()}
-    _seed(
-        ObjectEventStore(backend, "", instruments=Instruments.unregistered()),
-        pools,
-        base,
-        args.history,
-        clock["now"],
-    )  # by another store, so start-up below reads and parses the files (no cache)
+    # Seeded by a forked child: the history is what an earlier megamon left, and building it
+    # is not this process's memory. Start-up below then reads and parses the files.
+    seeder = multiprocessing.get_context("fork").Process(
+        target=_seed_directory,
+        args=(directory, pools, base, args.history, clock["now"]),
+    )
+    seeder.start()
+    seeder.join()
+    assert seeder.exitcode == 0, f"seeding the history failed ({seeder.exitcode})"
+    backend = _CountingObjects(directory)
+    store = ObjectEventStore(backend, "", instruments=instruments)
     view = _Snapshots(base)
     event_log = EventLog(store, KINDS, instruments=instruments)
     _, startup_wall, startup_cpu = _timed(lambda: event_log.load(KINDS))

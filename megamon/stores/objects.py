@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from urllib.parse import quote, unquote
 
 from megamon.codec import history as codec
+from megamon.codec.eventscan import scan_event_file
 from megamon.domain import timestamps
 from megamon.domain.events import ArchiveEntry, EventRecord
 from megamon.domain.kinds import Kind, event_file
@@ -95,6 +96,9 @@ class ObjectEventStore:
         return Snapshot(last_seen.records, None)
 
     def _decode(self, kind: Kind, name: str, data: bytes, generation: int) -> Snapshot:
+        scanned = scan_event_file(data)  # the canonical layout, without a document in memory
+        if scanned is not None:
+            return Snapshot(scanned, str(generation))
         try:
             records = codec.decode_event_file(data, self._backend.describe(name))
         except EventFileError as err:
