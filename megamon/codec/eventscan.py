@@ -1,13 +1,13 @@
-"""A lean reader for event files in their canonical form (what megamon and ``json.Marshal``
-write), used at start-up before the general decoder.
+"""A lean reader for event files in the compact layout megamon and ``json.Marshal`` write,
+tried at start-up before the general decoder.
 
 ``megamon.codec.history.decode_event_file`` parses the whole document into Python objects
 first: for a snapshot of 5,000 JobSets with 1,000 events each that is a dict per event, over
-a gigabyte held at once. This reader scans the bytes record by record with two regular
-expressions and keeps only the columns, so the peak is the file plus the records. It accepts
-only the exact canonical layout (no whitespace, fields in Go's order, booleans only when true)
-and returns ``None`` for anything else — a hand-edited file, another writer's spelling — which
-the caller then reads with the general decoder, so the two always agree.
+a gigabyte held at once. This reader finds the records with one regular expression and
+parses each record's events on their own, keeping only the columns, so the peak is the file
+plus the records. It reads only records laid out as ``"key":{"upEvents":[…]}`` with
+well-formed events, and returns ``None`` for anything else (a hand-edited file, another
+writer's spelling, a damaged file), which the caller then reads with the general decoder.
 """
 
 from __future__ import annotations
@@ -20,32 +20,37 @@ from megamon.domain import timestamps
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
 
 _RECORD = re.compile(rb'"((?:[^"\\]|\\.)*)":\{"upEvents":\[([^\]]*)\]\}(,|\}\Z)', re.DOTALL)
-_EVENT = re.compile(rb'\{"up":(true|false)(,"ed":true)?(,"f":true)?,"ts":"([^"\\]*)"\}(,|\Z)')
 
 
-def _events(body: bytes, cache: dict[bytes, int]) -> EventRecord | None:
+def _events(body: bytes, cache: dict[str, int]) -> EventRecord | None:
+    """One record's events, parsed as one small list (not the whole file at once)."""
+    try:
+        events = orjson.loads(b"[" + body + b"]")
+    except orjson.JSONDecodeError:
+        return None
     ts: list[int] = []
     flags = bytearray()
-    end = 0
-    for match in _EVENT.finditer(body):
-        if match.start() != end:
+    for event in events:
+        if type(event) is not dict or len(event) > 4:
             return None
-        end = match.end()
-        up, ed, failed, text = match.group(1, 2, 3, 4)
+        up, text = event.get("up"), event.get("ts")
+        ed, failed = event.get("ed", False), event.get("f", False)
+        if type(up) is not bool or type(text) is not str or (ed is not True and ed is not False):
+            return None
+        if failed is not True and failed is not False:
+            return None
         value = cache.get(text)
         if value is None:
             try:
-                value = cache[text] = timestamps.parse(text.decode())
-            except (timestamps.TimestampError, UnicodeDecodeError):
+                value = cache[text] = timestamps.parse(text)
+            except timestamps.TimestampError:
                 return None
         ts.append(value)
         flags.append(
-            (FLAG_UP if up == b"true" else 0)
+            (FLAG_UP if up else 0)
             | (FLAG_EXPECTED_DOWN if ed else 0)
             | (FLAG_FAILED if failed else 0)
         )
-    if end != len(body) or body.endswith(b","):
-        return None
     return EventRecord.trusted(tuple(ts), bytes(flags))
 
 
@@ -56,7 +61,7 @@ def scan_event_file(data: bytes) -> dict[str, EventRecord] | None:
     if not data.startswith(b"{"):
         return None
     records: dict[str, EventRecord] = {}
-    cache: dict[bytes, int] = {}
+    cache: dict[str, int] = {}
     position = 1
     closed = False
     for match in _RECORD.finditer(data, 1):
