@@ -80,7 +80,8 @@ def test_gcs_connection_reset_in_the_middle_of_an_upload(
 
 
 def test_gcs_object_deleted_underneath(fresh_rig: Rig, clean_history: History) -> None:
-    """node-pools.json is deleted while megamon runs. megamon recreates it from the history it
+    """node-pools.json (a snapshot) is deleted while megamon runs. The log is untouched;
+    megamon writes the file again at its next snapshot (here: shutdown) from the history it
     holds, with a warning.
     """
 
@@ -94,8 +95,9 @@ def test_gcs_object_deleted_underneath(fresh_rig: Rig, clean_history: History) -
 def test_gcs_corrupt_object_is_quarantined_never_overwritten_and_nothing_is_lost(
     fresh_rig: Rig, clean_history: History
 ) -> None:
-    """node-pools.json is replaced by garbage. megamon copies it to node-pools.json.corrupt-<time>
-    first, counts it, and writes the file again from the history it holds.
+    """node-pools.json (a snapshot) is replaced by garbage. At its next snapshot megamon
+    copies it to node-pools.json.corrupt-<time> first, counts it, and writes the file again
+    from the history it holds (the log is untouched).
     """
     garbage = b'{"a": {"upEvents": [{"up": "maybe"'
 
@@ -275,9 +277,10 @@ def test_kubernetes_api_server_restarted_with_the_same_state(
 def test_megamon_killed_in_the_middle_of_a_write_then_restarted(
     fresh_rig: Rig, clean_history: History
 ) -> None:
-    """megamon is killed with SIGKILL while a write is held by a stall, then restarted. The
-    restarted megamon reads the history and observes the current state: nothing is lost, but
-    a transition held only in memory when megamon died is stamped when it is seen again."""
+    """megamon is killed with SIGKILL while a write (a segment) is held by a stall, then
+    restarted. The restarted megamon takes over the lease of its dead predecessor at once,
+    reads snapshot + log and observes the current state: nothing is lost, but a transition
+    held only in memory when megamon died is stamped when it is seen again."""
     restarted: dict[str, float] = {}
 
     def kill_mid_write(r: Rig) -> None:
