@@ -31,6 +31,7 @@ from megamon.publishing.joblabels import JobLabeler
 from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 from megamon.publishing.metrics.gating import LeaderOnly
 from megamon.recording.eventlog import EventLog
+from megamon.recording.latest import LatestObservations
 from megamon.serving.auth import KubeGuard
 from megamon.serving.http import Check, MetricsServer, ProbeServer
 from megamon.serving.tls import serving_tls
@@ -194,6 +195,7 @@ def start(config: Config) -> Service:
             instruments=instruments,
         ),
         cluster=cluster,
+        latest=LatestObservations(),
         pools=_node_pools(config, cluster, instruments),
         kinds=kinds,
         settings=observer_settings(config),
