@@ -146,7 +146,7 @@ def run_scenario(rig: Rig, faults: list[Step], *, replicas: int = 1, **config: A
     if delay > 0:
         time.sleep(delay)
     rig.proxy.clear_rules()
-    for process in processes:
+    for process in rig.processes:  # restarted ones too: each stops cleanly (a snapshot)
         if process._process is not None and process._process.poll() is None:
             process.stop()
     return {
