@@ -136,7 +136,8 @@ def play(rig: Rig, steps: list[Step], start: float) -> None:
 
 def run_scenario(rig: Rig, faults: list[Step], *, replicas: int = 1, **config: Any) -> History:
     """The scenario with ``faults`` interleaved; returns the history relative to its start."""
-    processes = [rig.megamon(**config) for _ in range(replicas)]
+    for _ in range(replicas):
+        rig.megamon(**config)
     t0_ns, start = time.time_ns(), time.monotonic()
     fault_thread = threading.Thread(target=play, args=(rig, faults, start), daemon=True)
     fault_thread.start()
