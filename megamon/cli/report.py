@@ -39,6 +39,8 @@ from megamon.errors import ConfigError, MegamonError
 from megamon.fleet.command import FleetRequest, is_fleet, run_fleet
 from megamon.fleet.gcs import GcsObjects
 from megamon.publishing.exporters.archives import LATEST_NAME, REPORTS_DIR
+from megamon.recording.eventlog import DEFAULT_HEARTBEAT_S
+from megamon.recording.loading import load_kind
 from megamon.stores.base import EventStore, Moved, ObjectBackend
 from megamon.stores.factory import (
     Medium,
@@ -52,6 +54,7 @@ from megamon.summary.availability import (
     Resource,
     Window,
     availability_report,
+    unobserved_gaps,
 )
 
 log = logging.getLogger(__name__)
@@ -69,6 +72,8 @@ _UNIT_NS = {
 """The report keys that are attributes (the rest of a report entry is upness or summary)."""
 
 Labels = Mapping[Kind, Mapping[str, Mapping[str, object]]]
+UNOBSERVED_SLACK_NS = 2 * int(DEFAULT_HEARTBEAT_S) * timestamps.NANOS_PER_SECOND
+"""A running megamon's last heartbeat may be this old; after that, it counts as stopped."""
 
 
 def register(commands: Any) -> None:
@@ -217,15 +222,24 @@ def read_labels(args: argparse.Namespace) -> Labels:
         return {}
 
 
-def read_resources(store: EventStore, kinds: list[Kind], labels: Labels) -> Iterator[Resource]:
-    """Every live record and every archive entry of ``kinds``."""
+def read_resources(
+    store: EventStore, kinds: list[Kind], labels: Labels, now: int
+) -> Iterator[Resource]:
+    """Every live record (snapshot + log) and every archive entry of ``kinds``.
+
+    Live resources are named by the attributes recorded in the log; a report's labels
+    (``reports/latest.json``) fill in keys the log has none for (a history the Go megamon
+    wrote)."""
     for kind in kinds:
         kind_labels = labels.get(kind, {})
-        for key, record in store.read(kind).records.items():
-            yield Resource(kind, key, record, kind_labels.get(key, {}))
+        history = load_kind(store, kind).history
+        gaps = unobserved_gaps(history.observed, now, UNOBSERVED_SLACK_NS)
+        for key, record in history.records.items():
+            attrs = history.attrs.get(key) or kind_labels.get(key, {})
+            yield Resource(kind, key, record, attrs, unobserved=gaps)
         for key in store.archived_keys(kind):
             for entry in store.read_archive(kind, key):
-                yield Resource(kind, entry.key, entry.record, entry.attrs, entry.retired_at)
+                yield Resource(kind, entry.key, entry.record, entry.attrs, entry.retired_at, gaps)
 
 
 # --- writing -----------------------------------------------------------------------------
@@ -276,6 +290,6 @@ def run(args: argparse.Namespace) -> int:
         kinds = [resolve_kind(kind, args) for kind in selected_kinds(args.kind)]
     else:
         kinds = [*Kind, *described_kinds(args)]
-    resources = list(read_resources(store, kinds, read_labels(args)))
+    resources = list(read_resources(store, kinds, read_labels(args), now))
     _write(render(availability_report(resources, window), args.format), args.output)
     return 0
