@@ -58,6 +58,8 @@ COALESCE_SECONDS = 1.0
 STALL_FACTOR = 5
 """A loop that has not finished an iteration in this many intervals is stuck."""
 MIN_STALL_SECONDS = 60.0
+UNWRITABLE_SECONDS = 60.0
+"""A history that could not be written for this long fails readiness."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ class Aggregator:
         self._instruments = instruments or Instruments.unregistered()
         self._clock = clock
         self._monotonic = monotonic
+        self._persist_failing_since: float | None = None
         self._pools: list[NodePoolView] | None = None
         self._observed_at: dict[str, int] = {}
         self._report: Report | None = None
@@ -124,7 +127,14 @@ class Aggregator:
         return self._report
 
     def ready(self) -> bool:
-        return self._report is not None
+        """A report exists and the history can be written: a store that refuses every write
+        for ``UNWRITABLE_SECONDS`` fails readiness (its reason is logged every attempt), for
+        what it holds is lost at the next restart."""
+        return self._report is not None and not self.store_unwritable()
+
+    def store_unwritable(self) -> bool:
+        since = self._persist_failing_since
+        return since is not None and self._monotonic() - since >= UNWRITABLE_SECONDS
 
     def standing_by(self) -> bool:
         """Another process holds the history's writer lease: this one records nothing."""
@@ -216,8 +226,17 @@ class Aggregator:
         try:
             self._log.flush()
         except MegamonError as err:
+            if self._persist_failing_since is None:
+                self._persist_failing_since = self._monotonic()
             log.error("cannot write history (kept in memory, retried): %s", err)
+            if self.store_unwritable():
+                log.error(
+                    "history in %s unwritable for %.0f s: not ready until a write lands",
+                    self._log.store.describe(),
+                    self._monotonic() - self._persist_failing_since,
+                )
             return False
+        self._persist_failing_since = None
         return True
 
     def observe_workloads_once(self) -> None:
