@@ -108,6 +108,8 @@ class Aggregator:
         self._clock = clock
         self._monotonic = monotonic
         self._persist_failing_since: float | None = None
+        self._led = False
+        """Whether this process led at its last loop iteration (to hand over when it stops)."""
         self._pools: list[NodePoolView] | None = None
         self._observed_at: dict[str, int] = {}
         self._report: Report | None = None
@@ -286,11 +288,15 @@ class Aggregator:
         and must fail ``healthy`` after the same stall time. A standby makes progress."""
         self._progress.setdefault(name, self._monotonic())
         if self._is_leader():
+            self._led = True
             try:
                 step()
             except Exception:  # the loop's boundary: log, keep the last good report
                 log.exception("%s cycle failed", name)
                 return
+        elif name == LOOP_PERSIST and self._led:
+            self._led = False
+            self._log.hand_over()  # the next leader takes the history's writer lease now
         self._progress[name] = self._monotonic()
 
     def _loop(self, name: str, step: Callable[[], object], wait: Callable[[], object]) -> None:
