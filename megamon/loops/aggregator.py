@@ -109,6 +109,8 @@ class Aggregator:
         self._monotonic = monotonic
         self._persist_failing_since: float | None = None
         self._led = False
+        self._required = frozenset(kind for kind in self._kinds if kind.builtin)
+        """What the first report waits for: a described kind's resource may not be served."""
         """Whether this process led at its last loop iteration (to hand over when it stops)."""
         self._pools: list[NodePoolView] | None = None
         self._observed_at: dict[str, int] = {}
@@ -262,7 +264,7 @@ class Aggregator:
             batch.update(self._workload_batch(snapshot, now))
         if batch:
             self._record(batch, now)
-        if snapshot is None or not self._log.ready or not self._latest.observed(self._kinds):
+        if snapshot is None or not self._log.ready or not self._latest.observed(self._required):
             return None
         with self._record_lock:  # observations and records of the same batch
             observations, records = self._latest.snapshot(), self._log.records()

@@ -57,6 +57,31 @@ class Rig:
     emulator_endpoint: str
     processes: list[MegamonProcess] = field(default_factory=list)
     names: dict[str, str] = field(default_factory=dict)
+    running: threading.Event = field(default_factory=threading.Event)
+    """Cleared while a fault restarts megamon: the scenario's next steps wait for it."""
+
+    def __post_init__(self) -> None:
+        self.running.set()
+
+    def ready(self, process: MegamonProcess) -> None:
+        """Wait until ``process`` serves: caches synced, node pools listed, a first report
+        (or a standby's readiness)."""
+        process.wait_for(lambda: process.get(process.probe_port, "/readyz")[0] == 200, "ready", 60)
+
+    def restart(self, **overrides: Any) -> float:
+        """Kill the running process, start a new one and hold the scenario until it is ready:
+        a megamon that is down observes nothing, and how long a restart takes on a busy
+        machine must not decide which of the scenario's states it lives to see. Returns the
+        seconds the scenario was held (the timestamps after it are that much later)."""
+        started = time.monotonic()
+        self.running.clear()
+        try:
+            self.processes[-1].stop(kill=True)
+            self.ready(self.megamon(**overrides))
+        finally:
+            self.running.set()
+        return time.monotonic() - started
+
     """JobSet UID → name: UIDs differ between runs, names do not."""
 
     def megamon(self, **overrides: Any) -> MegamonProcess:
@@ -134,6 +159,7 @@ def play(rig: Rig, steps: list[Step], start: float) -> None:
         delay = start + at - time.monotonic()
         if delay > 0:
             time.sleep(delay)
+        rig.running.wait()  # a restart in progress holds the world still
         action(rig)
 
 
@@ -154,7 +180,7 @@ def run_scenario(
     # machine must not meet a world that already moved, or its first observation would
     # fold the scenario's first transitions into one.
     for process in rig.processes:
-        process.wait_for(lambda p=process: p.get(p.probe_port, "/readyz")[0] == 200, "ready", 60)
+        rig.ready(process)
     t0_ns, start = time.time_ns(), time.monotonic()
     fault_thread = threading.Thread(target=play, args=(rig, faults, start), daemon=True)
     fault_thread.start()

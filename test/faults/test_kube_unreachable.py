@@ -10,11 +10,12 @@ recorded at once, with its timestamp — one unreachable API must not cost the o
 from __future__ import annotations
 
 import time
-from typing import Any
 
-import orjson
-
-from megamon.domain import timestamps
+from internal.gcsemu.client import make_storage_client
+from megamon.domain.events import FLAG_FAILED, FLAG_UP, EventRecord
+from megamon.domain.kinds import Kind
+from megamon.recording.loading import load_kind
+from megamon.stores.gcs import GcsEventStore
 from test.e2e.harness import value
 from test.faults.harness import CYCLE_S, PATH, Rig
 
@@ -22,10 +23,10 @@ OWNER_MAPS = "/api/v1/namespaces/megamon-system/configmaps"
 TOLERANCE_NS = int((2 * CYCLE_S + 1.0) * 1e9)
 
 
-def node_pools(rig: Rig) -> dict[str, Any]:
-    """The node pool history in the bucket now (a fresh read every time)."""
-    blob = rig.storage.bucket(rig.bucket).get_blob(f"{PATH}/node-pools.json")
-    return {} if blob is None else dict(orjson.loads(blob.download_as_bytes()))
+def node_pools(rig: Rig) -> dict[str, EventRecord]:
+    """The node pool history in the bucket now, as megamon reads it (snapshot and log)."""
+    store = GcsEventStore(make_storage_client(rig.emulator_endpoint), rig.bucket, PATH)
+    return dict(load_kind(store, Kind.NODEPOOL).history.records)
 
 
 def test_kubernetes_api_unreachable_with_slices_keeps_recording_node_pools(
@@ -56,8 +57,8 @@ def test_kubernetes_api_unreachable_with_slices_keeps_recording_node_pools(
     finally:
         rig.kube.start()
 
-    first = history["b"]["upEvents"][0]
-    assert first["up"] is False and first.get("f") is True
-    assert 0 <= timestamps.parse(first["ts"]) - changed_at <= TOLERANCE_NS
-    assert [e["up"] for e in history["a"]["upEvents"]] == [False, True]
+    b = history["b"]
+    assert b.flags[0] & FLAG_FAILED and not b.flags[0] & FLAG_UP  # down, failed: ERROR
+    assert 0 <= b.timestamps[0] - changed_at <= TOLERANCE_NS
+    assert [bool(f & FLAG_UP) for f in history["a"].flags] == [False, True]
     assert "unreachable" in megamon.log()

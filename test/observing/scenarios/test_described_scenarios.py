@@ -26,9 +26,11 @@ from internal.fakekube.fakekube import FakeKube
 from megamon.config import parse_config
 from megamon.domain import labels
 from megamon.domain.descriptions import KindDescription, shipped
+from megamon.domain.events import EventRecord
 from megamon.domain.reports import Report
 from megamon.publishing.metrics import names
 from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
+from megamon.recording.loading import load_kind
 from megamon.stores.memory import MemoryEventStore
 from test.observing.scenarios.world import Megamon, World
 
@@ -216,8 +218,7 @@ def test_a_described_workload_is_interrupted_recovers_and_completes(
     assert done.kind(kind.kind).summaries[uid].interruption_count == 1, "a planned end"
 
     megamon.aggregator.persist_once()
-    history = orjson.loads(store.objects.download(kind.EventFile, _generation(store, kind)))
-    assert uid in history
+    assert uid in _history(store, kind)
     samples = _samples(done, kind)
     series = {
         names.LABEL_TPU_TOPOLOGY: "4x4",
@@ -231,10 +232,9 @@ def test_a_described_workload_is_interrupted_recovers_and_completes(
     assert samples[f"megamon_{kind.Noun}_tpu_chip_count"] == [(series, float(life.chips))]
 
 
-def _generation(store: MemoryEventStore, kind: KindDescription) -> int:
-    generation = store.objects.generation(kind.EventFile)
-    assert generation is not None, f"no {kind.EventFile} written"
-    return generation
+def _history(store: MemoryEventStore, kind: KindDescription) -> dict[str, EventRecord]:
+    """The kind's history as megamon reads it back (its snapshot and its log)."""
+    return dict(load_kind(store, kind.kind).history.records)
 
 
 @pytest.mark.parametrize("which", sorted(LIFECYCLES))
@@ -334,9 +334,7 @@ def test_a_kind_megamon_never_saw_is_tracked_once_its_crd_is_served(
         finally:
             running.stop()
             api.close()
-    assert ray_uid in orjson.loads(
-        store.objects.download("rayjobs.json", _generation(store, rayjob))
-    )
+    assert ray_uid in _history(store, rayjob)
     series = {
         "rayjob_name": "ray",
         "rayjob_namespace": "default",
