@@ -61,6 +61,9 @@ class Observation(BaseModel):
     failed: bool = False
     up: bool = False
     attrs: Attrs = Attrs()
+    restarts: int | None = None
+    """How many times the resource restarted, where its kind reads it (JobSet
+    ``status.restarts``); not in the report JSON, published as ``megamon_<kind>_restarts``."""
 
     @classmethod
     def build(
@@ -74,6 +77,7 @@ class Observation(BaseModel):
         expected_down: bool = False,
         failed: bool = False,
         attrs: Attrs | None = None,
+        restarts: int | None = None,
     ) -> Observation:
         """An observation whose ``up`` follows the upness rule; expected-down is never up."""
         return cls(
@@ -85,4 +89,5 @@ class Observation(BaseModel):
             failed=failed,
             up=is_up(expected, ready, unknown, threshold) and not expected_down,
             attrs=attrs or Attrs(),
+            restarts=restarts,
         )

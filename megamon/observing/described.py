@@ -47,6 +47,7 @@ def described_observation(
         status=view.terminal,
         expected_down=view.meaning == COMPLETED,
         attrs=described_attrs(view, fields),
+        restarts=view.restarts,
     )
 
 

@@ -137,6 +137,7 @@ _SUMMARY_GAUGES: tuple[_SummaryGauge, ...] = (
 
 _UP_HELP = "1 if the {noun} is up (ready and not expected down), else 0."
 _CHIPS_HELP = "TPU chips of the {noun} (only when known)."
+_RESTARTS_HELP = "Times the {noun} restarted (its status.restarts), where megamon reads them."
 _PROVISIONING_HELP = (
     "Time the {noun} took (success, failed) or has taken so far (provisioning) to first come up."
 )
@@ -196,7 +197,8 @@ def _row_values(obs: Observation, summary: Summary | None) -> tuple[float | None
 
     In family order (``_kind_families``): ``up``; each ``_SUMMARY_GAUGES`` entry (when there
     is a summary, and the value is non-zero or always emitted); chips (when known); the
-    provisioning duration (when there is a provisioning state, which becomes its label).
+    provisioning duration (when there is a provisioning state, which becomes its label);
+    restarts (when the kind reads them).
     """
     values: list[float | None] = [1.0 if obs.up else 0.0]
     if summary is None:
@@ -210,6 +212,7 @@ def _row_values(obs: Observation, summary: Summary | None) -> tuple[float | None
         values.append(summary.provisioning_duration / NANOS_PER_SECOND)
     else:
         values.append(None)
+    values.append(None if obs.restarts is None else float(obs.restarts))
     return tuple(values)
 
 
@@ -220,12 +223,14 @@ _NO_SUMMARY = (None,) * len(_SUMMARY_GAUGES)
 
 def _kind_families(prefix: str, kind: Kind) -> list[tuple[str, str]]:
     """(name, help) of every family of ``kind``, in exposition order."""
-    noun = kind_spec(kind).noun or kind.value
+    spec = kind_spec(kind)
+    noun = spec.noun or kind.value
     specs = [
         (names.UP, _UP_HELP),
         *((spec.suffix, spec.help) for spec in _SUMMARY_GAUGES),
         (names.TPU_CHIP_COUNT, _CHIPS_HELP),
         (names.PROVISIONING_DURATION, _PROVISIONING_HELP),
+        *([(names.RESTARTS, _RESTARTS_HELP)] if spec.restarts else []),
     ]
     return [
         (names.kind_metric(prefix, kind.value, suffix), help.format(noun=noun))
@@ -249,7 +254,8 @@ class _KindTable:
         self._texts: list[str] | None = None
 
     def add(self, labels: _LabelSet, obs: Observation, summary: Summary | None) -> None:
-        values = _row_values(obs, summary)  # raises before anything is added
+        # raises before anything is added; restarts (the last value) only if the kind has them
+        values = _row_values(obs, summary)[: len(self.families)]
         self.labels.append(labels)
         self.states.append(str(summary.provisioning_state) if summary is not None else "")
         for column, value in zip(self.columns, values, strict=True):

@@ -29,6 +29,8 @@ UP_TIME_BETWEEN_INTERRUPTION_MEAN: Final = "up_time_between_interruption_mean_se
 UP_TIME_BETWEEN_INTERRUPTION_LATEST: Final = "up_time_between_interruption_latest_seconds"
 TPU_CHIP_COUNT: Final = "tpu_chip_count"
 PROVISIONING_DURATION: Final = "provisioning_duration_seconds"
+RESTARTS: Final = "restarts"
+"""New in 0.2.0: ``status.restarts`` of a kind whose description reads it (JobSet)."""
 
 # Process-wide names: <prefix>_<name>.
 NODEPOOL_JOB_SCHEDULED: Final = "nodepool_job_scheduled"
