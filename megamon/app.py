@@ -34,6 +34,7 @@ from megamon.publishing.joblabels import JobLabeler
 from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 from megamon.publishing.metrics.gating import LeaderOnly
 from megamon.recording.eventlog import EventLog
+from megamon.recording.latest import LatestObservations
 from megamon.serving.auth import KubeGuard
 from megamon.serving.http import MetricsServer, ProbeServer, parse_addr
 from megamon.serving.tls import serving_tls
@@ -249,9 +250,14 @@ def start(config: Config) -> Service:
         exporters.append(JobLabeler(api))
     aggregator = Aggregator(
         event_log=EventLog(
-            open_store(config, instruments), required_kinds(kinds), instruments=instruments
+            open_store(config, instruments),
+            required_kinds(kinds),
+            cluster=config.GKE.ClusterName,
+            snapshot_interval_s=config.SnapshotIntervalSeconds,
+            instruments=instruments,
         ),
         cluster=cluster,
+        latest=LatestObservations(),
         pools=_node_pools(config, cluster, instruments),
         kinds=kinds,
         settings=observer_settings(config),
@@ -280,7 +286,7 @@ def start(config: Config) -> Service:
     registry.register(LeaderOnly(own, is_leader))
 
     def serving() -> bool:
-        return aggregator.ready() or not is_leader()
+        return aggregator.ready() or not is_leader() or aggregator.standing_by()
 
     metrics = _metrics_server(config, registry, api)
     probes = ProbeServer(config.ProbeAddr, healthy=aggregator.healthy, ready=serving)

@@ -76,6 +76,7 @@ class Config(_Section):
 
     MetricsPrefix: str = "megamon"
     AggregationIntervalSeconds: int = Field(10, gt=0, le=MAX_INTERVAL_SECONDS)
+    SnapshotIntervalSeconds: int = Field(900, ge=1, le=86_400)
     PollingIntervalSeconds: int = Field(0, ge=0, le=MAX_INTERVAL_SECONDS)
     Exporters: list[str] = []
     ReportConfigMapRef: ConfigMapRef = ConfigMapRef(

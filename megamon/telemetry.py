@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from megamon.domain.kinds import Kind
 from megamon.domain.rejections import REASONS
@@ -52,6 +52,12 @@ class Instruments:
             f"{prefix}_event_store_conflicts",
             "Compare-and-swap writes that lost to another writer and were re-applied.",
             [LABEL_KIND],
+            registry=registry,
+        )
+        self.writer_standing_by = Gauge(
+            f"{prefix}_history_writer_standing_by",
+            "1 while another process holds the history's writer lease and this one records "
+            "nothing (it takes over when the lease lapses or is released), else 0.",
             registry=registry,
         )
 

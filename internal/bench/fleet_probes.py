@@ -28,6 +28,7 @@ import argparse
 import gc
 import gzip
 import json
+import multiprocessing
 import resource
 import statistics
 import sys
@@ -130,12 +131,18 @@ def probe_list(args: argparse.Namespace) -> dict[str, Any]:
 
 
 class _CountingObjects(LocalObjects):
-    """The local directory backend, counting the bytes it uploads."""
+    """The local directory backend, counting the bytes it uploads, and of those the bytes
+    of event lines in segments (the encoded size of the new events)."""
 
     written = 0
+    event_bytes = 0
 
     def upload(self, name: str, data: bytes, if_generation: int) -> int:
         self.written += len(data)
+        if name.startswith("log/kind="):
+            self.event_bytes += sum(
+                len(line) + 1 for line in data.splitlines() if line.startswith(b'{"type":"event"')
+            )
         return super().upload(name, data, if_generation)
 
 
@@ -191,6 +198,18 @@ def _seed(
     store.write(Kind.NODEPOOL, records, None)
     store.write(Kind.JOBSET, jobsets, None)
     store.write(Kind.JOBSET_NODES, jobsets, None)
+
+
+def _seed_directory(
+    directory: Path,
+    pools: list[NodePoolView],
+    snapshot: ClusterSnapshot,
+    events: int,
+    now: int,
+) -> None:
+    """``_seed`` into a local directory, with a store of its own (run in a child)."""
+    store = ObjectEventStore(LocalObjects(directory), "", instruments=Instruments.unregistered())
+    _seed(store, pools, snapshot, events, now)
 
 
 def _flip(base: ClusterSnapshot, order: list[str], cycle: int, now: int) -> ClusterSnapshot:
@@ -254,15 +273,27 @@ def probe_cycles(args: argparse.Namespace) -> dict[str, Any]:
     )
     pools, poll_wall, poll_cpu = _timed(lister.list_node_pools)
 
-    backend = _CountingObjects(Path(tempfile.mkdtemp(prefix="megamon-bench-")))
+    directory = Path(tempfile.mkdtemp(prefix="megamon-bench-"))
     own = CollectorRegistry()
     instruments = Instruments("megamon", own)
-    store = ObjectEventStore(backend, "", instruments=instruments)
     clock = {"now": time.time_ns()}
-    _seed(store, pools, base, args.history, clock["now"])
+    # Seeded by a forked child: the history is what an earlier megamon left, and building it
+    # is not this process's memory. Start-up below then reads and parses the files.
+    seeder = multiprocessing.get_context("fork").Process(
+        target=_seed_directory,
+        args=(directory, pools, base, args.history, clock["now"]),
+    )
+    seeder.start()
+    seeder.join()
+    assert seeder.exitcode == 0, f"seeding the history failed ({seeder.exitcode})"
+    backend = _CountingObjects(directory)
+    store = ObjectEventStore(backend, "", instruments=instruments)
     view = _Snapshots(base)
+    event_log = EventLog(store, KINDS, instruments=instruments)
+    _, startup_wall, startup_cpu = _timed(lambda: event_log.load(KINDS))
+    startup_rss = peak_rss_mb()
     aggregator = Aggregator(
-        event_log=EventLog(store, KINDS, instruments=instruments),
+        event_log=event_log,
         cluster=view,
         pools=_FixedPools(pools),
         kinds=KINDS,
@@ -300,6 +331,9 @@ def probe_cycles(args: argparse.Namespace) -> dict[str, Any]:
     reference = _compare_with_reference(registry) if args.reference else {}
     return {
         **reference,
+        "startup_wall_s": startup_wall,
+        "startup_cpu_s": startup_cpu,
+        "startup_peak_rss_mb": startup_rss,
         "poll_wall_s": poll_wall,
         "poll_cpu_s": poll_cpu,
         "pools": len(pools),
@@ -315,7 +349,7 @@ def _cycle(
     aggregator: Aggregator, registry: CollectorRegistry, backend: _CountingObjects
 ) -> dict[str, Any]:
     """One cycle as the service runs it: aggregate, persist, a scrape; then a workload pass."""
-    written = backend.written
+    written, events = backend.written, backend.event_bytes
     report, _, aggregate_cpu = _timed(aggregator.aggregate_once)
     assert report is not None
     persisted, _, persist_cpu = _timed(aggregator.persist_once)
@@ -337,6 +371,7 @@ def _cycle(
         "metrics_gzip1_bytes": len(fast_zipped),
         "samples": sum(1 for line in body.splitlines() if line and not line.startswith(b"#")),
         "store_bytes": backend.written - written,
+        "event_bytes": backend.event_bytes - events,
     }
     return figures
 

@@ -69,6 +69,7 @@ def record(store: EventStore, fleet: list[ScriptedResource], until: int) -> Batc
         log.append(batch_at(fleet, t), t)
     latest = batch_at(fleet, until)
     log.append(latest, until)
+    log.close()  # as megamon run's shutdown: snapshot, release the writer lease
     return latest
 
 

@@ -1,5 +1,6 @@
-"""``megamon events show KIND`` and ``megamon events archive KIND [KEY]``: print the history
-megamon keeps, as JSON, for an operator after an incident."""
+"""``megamon events show KIND``, ``megamon events archive KIND [KEY]``: print the history
+megamon keeps (snapshot + log), as JSON, for an operator after an incident;
+``megamon events compact``: write the snapshots now (docs/history.md)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,16 @@ import orjson
 from megamon.cli.history import (
     KINDS_HELP,
     add_history_options,
+    described_kinds,
     history_store,
     parse_kind,
     resolve_kind,
 )
 from megamon.codec import history as codec
+from megamon.domain.kinds import Kind
+from megamon.errors import ConfigError
+from megamon.recording.eventlog import EventLog
+from megamon.recording.loading import load_kind
 
 
 def register(commands: Any) -> None:
@@ -29,6 +35,13 @@ def register(commands: Any) -> None:
     show.add_argument("kind", metavar="KIND", type=parse_kind, help=f"one of: {KINDS_HELP}")
     add_history_options(show)
     show.set_defaults(run=run_show)
+
+    compact = actions.add_parser(
+        "compact",
+        help="fold the log into the Go-format event files now (refused while megamon runs)",
+    )
+    add_history_options(compact)
+    compact.set_defaults(run=run_compact)
 
     archive = actions.add_parser(
         "archive", help="the keys retired from a kind, or every retirement of one key"
@@ -47,8 +60,25 @@ def _print(document: Any) -> None:
 
 def run_show(args: argparse.Namespace) -> int:
     kind = resolve_kind(args.kind, args)  # a wrong kind is refused before anything is read
-    snapshot = history_store(args).read(kind)
-    _print(orjson.loads(codec.encode_event_file(snapshot.records)))
+    loaded = load_kind(history_store(args), kind)
+    _print(orjson.loads(codec.encode_event_file(loaded.history.records)))
+    return 0
+
+
+def run_compact(args: argparse.Namespace) -> int:
+    """Take the writer lease, read every kind, write each snapshot that is behind the log."""
+    store = history_store(args)
+    log = EventLog(store, [])
+    if not log.load([*Kind, *described_kinds(args)]):
+        raise ConfigError(
+            f"the history in {store.describe()} is being written by another process "
+            "(its writer lease is held); it snapshots by itself"
+        )
+    try:
+        written = log.compact()
+    finally:
+        log.close()
+    _print({"compacted": [kind.value for kind in written]})
     return 0
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from megamon.cli import report_format, report_html
+from megamon.cli import fleet_render, report_format, report_html
 from megamon.cli.history import (
     KINDS_HELP,
     add_history_options,
@@ -36,14 +36,25 @@ from megamon.codec import report as report_codec
 from megamon.domain import timestamps
 from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError, MegamonError
+from megamon.fleet.command import FleetRequest, is_fleet, run_fleet
+from megamon.fleet.gcs import GcsObjects
 from megamon.publishing.exporters.archives import LATEST_NAME, REPORTS_DIR
+from megamon.recording.eventlog import DEFAULT_HEARTBEAT_S
+from megamon.recording.loading import load_kind
 from megamon.stores.base import EventStore, Moved, ObjectBackend
-from megamon.stores.factory import Medium, history_location, objects_at, reports_location
+from megamon.stores.factory import (
+    Medium,
+    gcs_client,
+    history_location,
+    objects_at,
+    reports_location,
+)
 from megamon.summary.availability import (
     AvailabilityReport,
     Resource,
     Window,
     availability_report,
+    unobserved_gaps,
 )
 
 log = logging.getLogger(__name__)
@@ -61,6 +72,8 @@ _UNIT_NS = {
 """The report keys that are attributes (the rest of a report entry is upness or summary)."""
 
 Labels = Mapping[Kind, Mapping[str, Mapping[str, object]]]
+UNOBSERVED_SLACK_NS = 2 * int(DEFAULT_HEARTBEAT_S) * timestamps.NANOS_PER_SECOND
+"""A running megamon's last heartbeat may be this old; after that, it counts as stopped."""
 
 
 def register(commands: Any) -> None:
@@ -69,9 +82,13 @@ def register(commands: Any) -> None:
         help="availability, interruptions, MTTR/MTBI and provisioning over a window",
         description="Per resource and per kind/accelerator/topology, over [--since, --now]: "
         "availability = up / (up + down), expected-down and provisioning time excluded; "
-        "interruptions, recoveries, MTTR, MTBI, provisioning. Live and archived history.",
+        "interruptions, recoveries, MTTR, MTBI, provisioning. Live and archived history. "
+        "Several --events-dir, or --clusters PATTERN, report a fleet: one row per resource "
+        "with its cluster, and fleet rows per kind, accelerator and topology.",
+        conflict_handler="resolve",
     )
     add_history_options(parser)
+    _add_fleet_options(parser)
     parser.add_argument(
         "--kind",
         metavar="KIND",
@@ -96,6 +113,30 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     parser.set_defaults(run=run)
+
+
+def _add_fleet_options(parser: argparse.ArgumentParser) -> None:
+    """The fleet report's options; ``--events-dir`` may be given once per cluster."""
+    parser.add_argument(
+        "--events-dir",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="read history from this directory; several: a fleet report, one cluster each "
+        "(named by the directory); once with --clusters: its subdirectories that match",
+    )
+    parser.add_argument(
+        "--clusters",
+        metavar="PATTERN",
+        help="a fleet report over every history whose path matches, e.g. "
+        "'megamon/clusters/*' in --bucket (fetched into --cache-dir) or in --events-dir",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="where histories fetched from --bucket are kept between reports "
+        "(default: $XDG_CACHE_HOME/megamon/fleet)",
+    )
 
 
 # --- arguments ---------------------------------------------------------------------------
@@ -181,15 +222,24 @@ def read_labels(args: argparse.Namespace) -> Labels:
         return {}
 
 
-def read_resources(store: EventStore, kinds: list[Kind], labels: Labels) -> Iterator[Resource]:
-    """Every live record and every archive entry of ``kinds``."""
+def read_resources(
+    store: EventStore, kinds: list[Kind], labels: Labels, now: int
+) -> Iterator[Resource]:
+    """Every live record (snapshot + log) and every archive entry of ``kinds``.
+
+    Live resources are named by the attributes recorded in the log; a report's labels
+    (``reports/latest.json``) fill in keys the log has none for (a history the Go megamon
+    wrote)."""
     for kind in kinds:
         kind_labels = labels.get(kind, {})
-        for key, record in store.read(kind).records.items():
-            yield Resource(kind, key, record, kind_labels.get(key, {}))
+        history = load_kind(store, kind).history
+        gaps = unobserved_gaps(history.observed, now, UNOBSERVED_SLACK_NS)
+        for key, record in history.records.items():
+            attrs = history.attrs.get(key) or kind_labels.get(key, {})
+            yield Resource(kind, key, record, attrs, unobserved=gaps)
         for key in store.archived_keys(kind):
             for entry in store.read_archive(kind, key):
-                yield Resource(kind, entry.key, entry.record, entry.attrs, entry.retired_at)
+                yield Resource(kind, entry.key, entry.record, entry.attrs, entry.retired_at, gaps)
 
 
 # --- writing -----------------------------------------------------------------------------
@@ -215,14 +265,31 @@ def _write(data: bytes, output: str | None) -> None:
         raise ConfigError(f"-o {output}: {err.strerror or err}") from None
 
 
+def _run_fleet(args: argparse.Namespace, window: Window, request: FleetRequest) -> int:
+    """The fleet report (``megamon.fleet``): many histories, one report."""
+
+    def bucket_objects(bucket: str) -> GcsObjects:
+        return GcsObjects(gcs_client(history_config(args).GKE.ProjectID), bucket)
+
+    report = run_fleet(request, selected_kinds(args.kind), window, bucket_objects)
+    _write(fleet_render.render(report, args.format), args.output)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     now = parse_now(args.now)
     window = Window(now=now, since=parse_since(args.since, now))
+    request = FleetRequest(args.events_dir, args.clusters, args.bucket, args.cache_dir)
+    if is_fleet(request):
+        if args.path is not None:
+            raise ConfigError("--path names one history: give --clusters PATTERN instead")
+        return _run_fleet(args, window, request)
+    args.events_dir = args.events_dir[0] if args.events_dir else None
     store = history_store(args)
     if args.kind:
         kinds = [resolve_kind(kind, args) for kind in selected_kinds(args.kind)]
     else:
         kinds = [*Kind, *described_kinds(args)]
-    resources = list(read_resources(store, kinds, read_labels(args)))
+    resources = list(read_resources(store, kinds, read_labels(args), now))
     _write(render(availability_report(resources, window), args.format), args.output)
     return 0

@@ -174,6 +174,7 @@ def _times_dict(figures: ResourceAvailability | Aggregate) -> dict[str, Any]:
         "failedTime": t.failed,
         "expectedDownTime": t.expected_down,
         "provisioningTime": t.provisioning,
+        "unobservedTime": t.unobserved,
         "availabilityPercent": t.availability,
         "interruptionCount": figures.incidents.interruptions,
         "recoveryCount": figures.incidents.recoveries,

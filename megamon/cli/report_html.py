@@ -71,6 +71,7 @@ STATE_COLOURS: dict[BandState, str] = {
     BandState.FAILED: "#c92a2a",
     BandState.EXPECTED_DOWN: "#adb5bd",
     BandState.PROVISIONING: "#74c0fc",
+    BandState.UNOBSERVED: "#e9ecef",
 }
 NO_DATA_COLOUR = "#f1f3f5"
 STATE_LABELS: dict[BandState, str] = {
@@ -79,6 +80,7 @@ STATE_LABELS: dict[BandState, str] = {
     BandState.FAILED: "failed",
     BandState.EXPECTED_DOWN: "expected down (excluded)",
     BandState.PROVISIONING: "provisioning (excluded)",
+    BandState.UNOBSERVED: "megamon not running (excluded)",
 }
 # Which state a pixel column shows when several share it: the one an SRE must not miss.
 _SEVERITY: dict[BandState, int] = {

@@ -13,7 +13,7 @@ from megamon.domain.owners import SliceOwner
 log = logging.getLogger(__name__)
 
 OWNER_MAP_KEY = "slice-owner-map.json"
-_FIELDS = ("kind", "name", "namespace", "accelerator", "topology")
+_FIELDS = ("kind", "name", "namespace", "accelerator", "topology", "uid")
 
 
 def encode(owners: Mapping[str, SliceOwner]) -> str:

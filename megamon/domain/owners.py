@@ -15,3 +15,5 @@ class SliceOwner:
     namespace: str
     accelerator: str = ""
     topology: str = ""
+    uid: str = ""
+    """The slice's own UID (the report's ``sliceUID``), kept so a vanished slice keeps it."""

@@ -38,6 +38,7 @@ from megamon.observing.cluster import (
 from megamon.observing.common import Memos, Problem, Settings
 from megamon.observing.owners import MemoryOwnerMapStore, SliceOwners
 from megamon.recording.eventlog import EventLog
+from megamon.recording.latest import LatestObservations
 from megamon.sources.gke.lister import NodePoolLister
 from megamon.sources.gke.views import NodePoolView
 from megamon.sources.kube.cluster import ClusterView
@@ -75,6 +76,7 @@ class Aggregator:
         *,
         event_log: EventLog,
         cluster: ClusterView,
+        latest: LatestObservations | None = None,
         pools: NodePoolLister,
         kinds: Iterable[Kind],
         settings: Settings,
@@ -89,6 +91,7 @@ class Aggregator:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._log = event_log
+        self._latest = latest or LatestObservations()
         self._cluster = cluster
         self._pool_lister = pools
         self._kinds = frozenset(kinds)
@@ -122,6 +125,10 @@ class Aggregator:
 
     def ready(self) -> bool:
         return self._report is not None
+
+    def standing_by(self) -> bool:
+        """Another process holds the history's writer lease: this one records nothing."""
+        return self._log.standing_by
 
     def store_description(self) -> str:
         return self._log.store.describe()
@@ -195,14 +202,16 @@ class Aggregator:
     def _record(self, batch: dict[Kind, dict[str, Observation]], now: int) -> None:
         """Apply the batch to the history in memory; the persist loop writes it out."""
         with self._record_lock:
+            self._latest.publish(batch)
             try:
                 self._log.append(batch, now, flush=False)
             except MegamonError as err:
                 log.error("cannot record events: %s", err)
 
     def persist_once(self) -> bool:
-        """Write out history held in memory only; on failure it stays pending."""
-        if not self._log.pending:
+        """Write out history held in memory only, heartbeats and snapshots; on failure it
+        stays pending."""
+        if not self._log.due:
             return True
         try:
             self._log.flush()
@@ -232,12 +241,13 @@ class Aggregator:
             batch.update(self._workload_batch(snapshot, now))
         if batch:
             self._record(batch, now)
-        if snapshot is None or not self._log.ready:
+        if snapshot is None or not self._log.ready or not self._latest.observed(self._kinds):
             return None
-        log_snapshot = self._log.snapshot()
+        with self._record_lock:  # observations and records of the same batch
+            observations, records = self._latest.snapshot(), self._log.records()
         report = build_report(
-            log_snapshot.observations,
-            log_snapshot.records,
+            observations,
+            records,
             kinds=self._kinds,
             scheduling=observe_scheduling(snapshot, self._pools or []),
             observed_at=self._observed_at,
@@ -303,4 +313,7 @@ class Aggregator:
             thread.join(max(0.0, deadline - time.monotonic()))
         self._threads.clear()
         if self._is_leader():
-            self.persist_once()
+            try:
+                self._log.close()
+            except MegamonError as err:
+                log.error("cannot write history at shutdown: %s", err)

@@ -101,8 +101,14 @@ def _size(pool: NodePoolView, nodes: list[NodeView]) -> tuple[str, int]:
     raise pool_error or ObservationError("no TPU topology on the pool or on any of its nodes")
 
 
-def _is_tpu_pool(pool: NodePoolView, nodes: list[NodeView]) -> bool:
-    if pool.tpu_topology or nodes:
+def _is_tpu_pool(pool: NodePoolView, nodes: list[NodeView], single_host: bool = True) -> bool:
+    """A pool with a placement topology, or (``TrackSingleHostNodePools``, the default) one
+    whose nodes or machine type are TPU; the Go megamon tracks only the first kind."""
+    if pool.tpu_topology:
+        return True
+    if not single_host:
+        return False
+    if nodes:
         return True
     try:
         tpu.chips_per_vm(pool.machine_type)
@@ -128,7 +134,7 @@ def _observation(  # noqa: PLR0917 - called with the reuse key spread out
         threshold=settings.threshold,
         status=pool.status,
         expected_down=pool.status in EXPECTED_DOWN_STATUSES,
-        failed=pool.status in FAILED_STATUSES,
+        failed=settings.failed_provisioning and pool.status in FAILED_STATUSES,
         attrs=Attrs(
             nodepool_name=pool.name,
             tpu_topology=topology,
@@ -158,7 +164,7 @@ def observe_nodepools(
     with (memo or Reuse()).call() as reuse:
         for pool in pools:
             members = by_pool.pop(pool.name, [])
-            if not _is_tpu_pool(pool, members):
+            if not _is_tpu_pool(pool, members, settings.single_host_pools):
                 continue
             try:
                 topology, expected = _size(pool, members)

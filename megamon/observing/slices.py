@@ -35,6 +35,7 @@ def _attrs(name: str, owner: SliceOwner) -> Attrs:
     chips = tpu.topology_chips(owner.topology) if owner.topology else 0
     return Attrs(
         slice_name=name,
+        slice_uid=owner.uid,
         slice_owner_kind=owner.kind,
         slice_owner_name=owner.name,
         slice_owner_namespace=owner.namespace,
@@ -58,7 +59,7 @@ def observe_slices(
     new_map: dict[str, SliceOwner] = {}
     for sl in slices:
         owner = SliceOwner(
-            sl.owner_kind, sl.owner_name, sl.owner_namespace, sl.accelerator, sl.topology
+            sl.owner_kind, sl.owner_name, sl.owner_namespace, sl.accelerator, sl.topology, sl.uid
         )
         try:
             attrs = _attrs(sl.name, owner)

@@ -1,110 +1,131 @@
-"""The event log: turns batches of observations into durable history (docs/rules.md).
+"""The event log: turns batches of observations into durable, append-only history
+(docs/rules.md, docs/history.md).
 
-Appending and persisting are separate steps, so that a slow or failing store never delays
-or loses a transition:
+Appending and persisting are separate steps, so that a slow or failing store never delays or
+loses a transition:
 
-- ``append`` applies the append rules to the history held in memory, at the batch's ``now``,
-  and publishes the latest observations and records as one snapshot (readers — the report
-  builder — see one consistent batch). It touches the store only once per kind, to load it.
-- ``flush`` writes every kind with unsaved events, compare-and-swap. If the stored file
-  moved (another writer), the two histories are merged key by key: a key only we changed
-  keeps our events with their original timestamps; a key only they changed keeps theirs; a
-  key both changed takes theirs plus our latest observation at its ``now``. A failed flush
-  keeps everything pending for the next one. Retired keys are archived before the live file
-  drops them, so a crash in between leaves a key in both places, never in neither.
+- ``append`` applies the append rules to the history held in memory at the batch's ``now``
+  and queues the new lines (events, attribute changes, retirements). It touches the store to
+  load a kind (snapshot + log) and to keep the writer lease.
+- ``flush`` writes each kind's queued lines as one new create-only segment, plus a heartbeat
+  (the span this process has been observing) with every segment and at least every
+  ``heartbeat_s``. A failed flush keeps everything queued for the next one. Retired keys are
+  archived before the segment that retires them, so a crash in between leaves a key in both
+  places, never in neither.
+- every ``snapshot_interval_s``, and on ``close``, the history of the live keys is written to
+  the Go megamon's event file (compare-and-swap) and a mark beside it says which segment it
+  covers.
+
+Only the holder of the store's writer lease appends. Another process finds the lease held,
+stands by (``standing_by``, logged once) and keeps trying; when the lease lapses or is
+released it takes over, reading the history afresh.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from megamon.codec.log import (
+    TYPE_ATTRS,
+    TYPE_EVENT,
+    TYPE_OBSERVED,
+    TYPE_RETIRED,
+    LogLine,
+    SnapshotMark,
+    encode_mark,
+    encode_segment,
+)
+from megamon.domain import timestamps
 from megamon.domain.events import ArchiveEntry, EventRecord
 from megamon.domain.kinds import Kind
-from megamon.domain.observations import Observation
+from megamon.domain.observations import Attrs, Observation
 from megamon.errors import Conflict, StoreError
-from megamon.recording.appending import Reconciled, next_record, reconcile
-from megamon.stores.base import EventStore, Snapshot
+from megamon.recording.appending import Reconciled, reconcile
+from megamon.recording.loading import LoadedKind, load_kind
+from megamon.recording.replay import add_span, union_records
+from megamon.stores.base import EventStore
+from megamon.stores.lease import DEFAULT_LEASE_SECONDS, writer_lease
+from megamon.stores.segments import SegmentName, date_of
 from megamon.telemetry import Instruments
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_ATTEMPTS = 5
+DEFAULT_SNAPSHOT_INTERVAL_S = 900.0
+"""How often the Go-format event files are rewritten: a Go megamon reading them is at most
+this far behind, and start-up folds at most this much of the log."""
+DEFAULT_HEARTBEAT_S = 60.0
+"""A kind with nothing new still writes a heartbeat this often, so a restart knows the gap."""
 
 Batch = Mapping[Kind, Mapping[str, Observation]]
 
 
-@dataclass(frozen=True)
-class LogSnapshot:
-    """Latest observations and records of every kind observed so far."""
-
-    observations: Mapping[Kind, Mapping[str, Observation]] = field(default_factory=dict)
-    records: Mapping[Kind, Mapping[str, EventRecord]] = field(default_factory=dict)
+def default_holder() -> str:
+    """This process, as the writer lease names it: host and pid."""
+    return f"{socket.gethostname()}/{os.getpid()}"
 
 
 @dataclass
 class _KindState:
-    """One kind's history: what the store had when we last synced, and what we hold now."""
+    """One kind's history in memory and what of it is not in the store yet."""
 
-    base: Snapshot
-    records: dict[str, EventRecord]
-    latest: dict[str, tuple[Observation, int]] = field(default_factory=dict)
-    """Each observed key's latest observation and its ``now``, to re-apply after a merge."""
+    loaded: LoadedKind
+    pending: list[LogLine] = field(default_factory=list)
     retired: dict[str, ArchiveEntry] = field(default_factory=dict)
-    """Keys no longer observed whose removal is not persisted yet."""
-    dirty: bool = False
+    seen: dict[str, Attrs] = field(default_factory=dict)
+    """Attributes objects already compared with the recorded ones (identity fast path)."""
+    run_since: int | None = None
+    last_now: int | None = None
+    heartbeat_until: int | None = None
+    """The end of the observed span the last segment recorded."""
+    snapshot_due: int = 0
+    unsnapshotted: bool = False
 
-
-def merge(
-    base: Mapping[str, EventRecord],
-    ours: Mapping[str, EventRecord],
-    theirs: Mapping[str, EventRecord],
-    latest: Mapping[str, tuple[Observation, int]],
-) -> dict[str, EventRecord]:
-    """Our history and another writer's, both grown from ``base``. Pure."""
-    merged = dict(theirs)
-    for key in ours.keys() | base.keys():
-        mine, was, other = ours.get(key), base.get(key), theirs.get(key)
-        if other is None:
-            # Gone from theirs (retired by them, or their file was lost): we keep what we
-            # still observe, with our events and timestamps.
-            if mine is not None and key in latest:
-                merged[key] = mine
-            continue
-        if mine == was:
-            continue  # we changed nothing here: theirs stands
-        if other == was:
-            if mine is None:
-                merged.pop(key, None)  # we retired it; they had not touched it
-            else:
-                merged[key] = mine  # only we changed it: our events and timestamps
-        elif key in latest:
-            observation, now = latest[key]
-            merged[key] = next_record(other, observation, now)  # both: theirs, then ours
-    return merged
+    @property
+    def records(self) -> dict[str, EventRecord]:
+        return self.loaded.history.records
 
 
 class EventLog:
-    """Durable up/down history plus the latest observations, per kind."""
+    """Durable up/down history, per kind, written by one process at a time."""
 
     def __init__(
         self,
         store: EventStore,
         required: Iterable[Kind],
         *,
+        cluster: str = "",
+        holder: str | None = None,
+        snapshot_interval_s: float = DEFAULT_SNAPSHOT_INTERVAL_S,
+        heartbeat_s: float = DEFAULT_HEARTBEAT_S,
+        lease_s: float = DEFAULT_LEASE_SECONDS,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         instruments: Instruments | None = None,
+        clock: Callable[[], int] = time.time_ns,
     ) -> None:
         self._store = store
         self._required = frozenset(required)
+        self._cluster = cluster
+        self._snapshot_ns = int(snapshot_interval_s * timestamps.NANOS_PER_SECOND)
+        self._heartbeat_ns = int(heartbeat_s * timestamps.NANOS_PER_SECOND)
         self._max_attempts = max_attempts
         self._instruments = instruments or Instruments.unregistered()
+        self._clock = clock
+        self._lease = writer_lease(
+            store.log, holder or default_holder(), duration_s=lease_s, clock=clock
+        )
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()
         self._kinds: dict[Kind, _KindState] = {}
-        self._snapshot = LogSnapshot()
+        self._applied: set[Kind] = set()
+        self._records: dict[Kind, Mapping[str, EventRecord]] = {}
+        self._standing_by = False
 
     @property
     def store(self) -> EventStore:
@@ -113,40 +134,109 @@ class EventLog:
     @property
     def ready(self) -> bool:
         """Whether every required kind has been loaded and observed at least once."""
-        return self._required <= self._snapshot.observations.keys() & self._kinds.keys()
+        return self._required <= self._applied
+
+    @property
+    def standing_by(self) -> bool:
+        """Whether another process holds the writer lease (this one records nothing)."""
+        return self._standing_by
 
     @property
     def pending(self) -> bool:
         """Whether some history is held in memory only (not yet flushed)."""
         with self._lock:
-            return any(state.dirty for state in self._kinds.values())
+            return any(s.pending or s.retired for s in self._kinds.values())
 
-    def snapshot(self) -> LogSnapshot:
+    @property
+    def due(self) -> bool:
+        """Whether ``flush`` has something to do: unsaved history, a heartbeat, a snapshot or
+        the lease's renewal (the persist loop calls it only then)."""
+        if self._lease.renewal_due:
+            return True
+        clock = self._clock()
         with self._lock:
-            return self._snapshot
+            return any(
+                s.pending
+                or s.retired
+                or self._heartbeat_due(s, s.last_now, final=False)
+                or (s.unsnapshotted and clock >= s.snapshot_due)
+                for s in self._kinds.values()
+            )
+
+    def records(self) -> Mapping[Kind, Mapping[str, EventRecord]]:
+        """The live records of every kind, as of the latest batch (an immutable view)."""
+        with self._lock:
+            return self._records
+
+    # the writer lease ---------------------------------------------------------------------
+
+    def _writable(self) -> bool:
+        """Hold the lease, or stand by; a store error keeps a lease we hold."""
+        try:
+            held = self._lease.ensure()
+        except StoreError as err:
+            if not self._lease.held:
+                log.error("cannot read the writer lease %s: %s", self._lease.describe(), err)
+            return self._lease.held
+        if not held:
+            self._stand_by()
+        elif self._standing_by:
+            log.info("took over the writer lease %s", self._lease.describe())
+            self._standing_by = False
+            self._instruments.writer_standing_by.set(0)
+        return held
+
+    def _stand_by(self) -> None:
+        """Drop what we hold: the lease holder records the same world."""
+        with self._lock:
+            if not self._standing_by:
+                other = self._lease.other
+                log.warning(
+                    "standing by: the history in %s is written by %s (lease until %s)",
+                    self._store.describe(),
+                    other.holder if other else "another process",
+                    timestamps.format_ns(other.expires) if other else "unknown",
+                )
+            self._standing_by = True
+            self._instruments.writer_standing_by.set(1)
+            self._kinds.clear()
+            self._applied.clear()
+            self._records = {}
+
+    # appending ----------------------------------------------------------------------------
 
     def _state(self, kind: Kind) -> _KindState:
         state = self._kinds.get(kind)
         if state is None:
-            base = self._store.read(kind)
-            state = self._kinds[kind] = _KindState(base=base, records=dict(base.records))
+            loaded = load_kind(self._store, kind)
+            state = self._kinds[kind] = _KindState(
+                loaded=loaded,
+                snapshot_due=self._clock() + self._snapshot_ns,
+                unsnapshotted=loaded.segments_read > 0,
+            )
         return state
 
     def append(self, batch: Batch, now: int, *, flush: bool = True) -> dict[Kind, Reconciled]:
         """Record one batch of observations at ``now``; with ``flush``, persist it too.
 
-        Observations are published even for a kind whose history could not be loaded; a
-        ``StoreError`` naming every kind that failed is raised after the batch is applied.
+        Nothing is recorded while standing by. A ``StoreError`` naming every kind whose
+        history could not be loaded is raised after the rest of the batch is applied.
         """
         results: dict[Kind, Reconciled] = {}
         errors: list[str] = []
+        # A held lease is renewed by ``flush`` (the persist loop): no store call here.
+        if not self._lease.held and not self._writable():
+            return results
         with self._lock:
             for kind, observations in batch.items():
                 try:
                     results[kind] = self._apply(kind, observations, now)
                 except StoreError as err:
                     errors.append(f"{kind}: cannot load history: {err}")
-            self._publish(batch)
+            records = dict(self._records)
+            for kind in results:
+                records[kind] = self._kinds[kind].records
+            self._records = records
         if flush:
             try:
                 self.flush()
@@ -160,93 +250,114 @@ class EventLog:
 
     def _apply(self, kind: Kind, observations: Mapping[str, Observation], now: int) -> Reconciled:
         state = self._state(kind)
-        previous = {k: o for k, (o, _) in state.latest.items()}
-        result = reconcile(state.records, observations, now)
+        history = state.loaded.history
+        before = history.records
+        result = reconcile(before, observations, now)
+        for key in result.changed:
+            old, new = before.get(key), result.records[key]
+            start = len(old) if old is not None else 0
+            attrs = self._attrs(state, key, observations[key].attrs, force=True)
+            for ts, flags in zip(new.timestamps[start:], new.flags[start:], strict=True):
+                state.pending.append(LogLine(TYPE_EVENT, key, ts, flags, attrs))
+        for key, observation in observations.items():
+            if key not in result.changed:
+                attrs = self._attrs(state, key, observation.attrs, force=False)
+                if attrs is not None:
+                    state.pending.append(LogLine(TYPE_ATTRS, key, now, attrs=attrs))
         for key, record in result.retired.items():
-            attrs = previous[key].attrs.model_dump(by_alias=True) if key in previous else {}
+            attrs = dict(history.attrs.pop(key, {}))
+            state.seen.pop(key, None)
             state.retired[key] = ArchiveEntry(
                 kind=kind.value, key=key, retired_at=now, attrs=attrs, record=record
             )
-        for key in observations:
-            state.retired.pop(key, None)
-        state.records = result.records
-        state.latest = {key: (obs, now) for key, obs in observations.items()}
-        state.dirty = state.dirty or result.dirty
+            state.pending.append(LogLine(TYPE_RETIRED, key, now))
+        history.records = result.records
+        state.run_since = now if state.run_since is None else state.run_since
+        state.last_now = now
+        self._applied.add(kind)
         return result
 
-    def _publish(self, batch: Batch) -> None:
-        observations = dict(self._snapshot.observations)
-        records = dict(self._snapshot.records)
-        for kind, observed in batch.items():
-            observations[kind] = dict(observed)
-            if kind in self._kinds:
-                records[kind] = self._kinds[kind].records
-        self._snapshot = LogSnapshot(observations=observations, records=records)
+    def _attrs(
+        self, state: _KindState, key: str, attrs: Attrs, *, force: bool
+    ) -> Mapping[str, object] | None:
+        """The key's attributes to record: always with an event (``force``), otherwise only
+        when they differ from the recorded ones; ``None`` when unchanged."""
+        if not force and state.seen.get(key) is attrs:
+            return None
+        state.seen[key] = attrs
+        dumped = attrs.model_dump(by_alias=True)
+        recorded = state.loaded.history.attrs
+        if not force and recorded.get(key) == dumped:
+            return None
+        recorded[key] = dumped
+        return dumped
 
-    def flush(self) -> None:
-        """Persist every kind with unsaved history; ``StoreError`` if some could not be."""
+    # flushing -----------------------------------------------------------------------------
+
+    def flush(self, *, final: bool = False) -> None:
+        """Persist every kind's queued lines, and snapshots that are due; ``StoreError`` if
+        some could not be (they stay queued). ``final``: a heartbeat up to the latest batch
+        too, due or not (shutdown)."""
         with self._flush_lock:
-            with self._lock:
-                dirty = [kind for kind, state in self._kinds.items() if state.dirty]
+            if not self._kinds or not self._writable():
+                return
             errors = []
-            for kind in dirty:
+            with self._lock:
+                kinds = list(self._kinds)
+            for kind in kinds:
+                state = self._kinds.get(kind)
+                if state is None:
+                    continue  # dropped meanwhile: this process stood by
                 try:
-                    self._flush_kind(kind)
+                    self._flush_kind(kind, state, final)
+                    if self._clock() >= state.snapshot_due:
+                        self._snapshot_kind(kind, state)
+                except Conflict as err:
+                    log.warning("%s: another writer appended to this history (%s)", kind, err)
+                    self._stand_by()
+                    return
                 except StoreError as err:
                     errors.append(f"{kind}: {err}")
             if errors:
                 raise StoreError("; ".join(errors))
 
-    def _flush_kind(self, kind: Kind) -> None:
-        for _ in range(self._max_attempts):
-            with self._lock:
-                state = self._kinds[kind]
-                base, ours, latest = state.base, dict(state.records), dict(state.latest)
-                retired = dict(state.retired)
-            stored = self._store.read(kind)
-            target = (
-                ours
-                if stored.version == base.version
-                else merge(base.records, ours, stored.records, latest)
-            )
-            for key in sorted(retired):
-                entry = retired[key]
-                if key in stored.records and stored.records[key] != base.records.get(key):
-                    entry = entry.model_copy(update={"record": stored.records[key]})
-                self._archive(entry)
-                target.pop(key, None)
-            try:
-                version = self._store.write(kind, target, stored.version)
-            except Conflict:
-                self._instruments.store_conflicts.labels(kind=kind.value).inc()
-                log.info("%s history changed underneath; merging and writing again", kind)
-                continue
-            self._synced(kind, ours, retired, Snapshot(target, version))
-            return
-        raise StoreError(f"{kind} history: gave up after {self._max_attempts} conflicting writes")
-
-    def _synced(
-        self,
-        kind: Kind,
-        written_from: dict[str, EventRecord],
-        retired: dict[str, ArchiveEntry],
-        written: Snapshot,
-    ) -> None:
-        """Adopt what was written; appends that arrived meanwhile are rebased onto it."""
+    def _flush_kind(self, kind: Kind, state: _KindState, final: bool = False) -> None:
         with self._lock:
-            state = self._kinds[kind]
-            state.base = written
+            lines = list(state.pending)
+            retired = dict(state.retired)
+            since, until = state.run_since, state.last_now
+            covers = state.loaded.covers
+        clock = self._clock()
+        if not lines and not retired and not self._heartbeat_due(state, until, final):
+            return
+        for key in sorted(retired):
+            self._archive(retired[key])
+        taken = len(lines)
+        if since is not None and until is not None:
+            lines.append(LogLine(TYPE_OBSERVED, "", until, since=since))
+        date = max(date_of(clock), covers.date if covers is not None else "")
+        name = SegmentName((covers.sequence if covers is not None else 0) + 1, date)
+        self._store.log.create(kind, name, encode_segment(self._cluster, kind.value, lines))
+        with self._lock:
+            del state.pending[:taken]
             for key in retired:
                 state.retired.pop(key, None)
-            if state.records == written_from:
-                state.records = dict(written.records)
-                state.dirty = bool(state.retired)
-            else:
-                state.records = merge(written_from, state.records, written.records, state.latest)
-                state.dirty = True
-            records = dict(self._snapshot.records)
-            records[kind] = state.records
-            self._snapshot = LogSnapshot(self._snapshot.observations, records)
+            state.loaded.covers = name
+            state.heartbeat_until = until
+            state.unsnapshotted = True
+            if since is not None and until is not None:
+                history = state.loaded.history
+                history.observed = add_span(history.observed, (since, until))
+
+    def _heartbeat_due(self, state: _KindState, until: int | None, final: bool) -> bool:
+        """On the batches' own timeline, so a replayed or scripted history is covered as
+        densely as a live one."""
+        if until is None:
+            return False
+        last = state.heartbeat_until
+        if last is None:
+            return True
+        return until > last if final else until - last >= self._heartbeat_ns
 
     def _archive(self, entry: ArchiveEntry) -> None:
         name = self._store.archive(entry)
@@ -256,3 +367,75 @@ class EventLog:
             entry.key,
             name,
         )
+
+    # snapshots ----------------------------------------------------------------------------
+
+    def _snapshot_kind(self, kind: Kind, state: _KindState) -> None:
+        """Write the live history to the Go-format event file, then its mark."""
+        with self._lock:
+            state.snapshot_due = self._clock() + self._snapshot_ns
+            if not state.unsnapshotted or state.pending or state.retired:
+                return  # nothing new in the log, or lines not in a segment yet
+            history = state.loaded.history
+            records, attrs = history.records, dict(history.attrs)
+            observed, covers = tuple(history.observed), state.loaded.covers
+            expected = state.loaded.file_generation
+        if covers is None:
+            return
+        generation, written = self._write_snapshot(kind, records, expected)
+        mark = SnapshotMark(generation, covers.text(), attrs, observed)
+        self._store.log.write_mark(kind, encode_mark(mark))
+        with self._lock:
+            state.loaded.file_generation = generation
+            if written is not records:  # another program's events were found: keep them
+                state.loaded.history.records = union_records(history.records, written)
+                self._records = {**self._records, kind: state.loaded.history.records}
+            state.unsnapshotted = state.loaded.covers != covers
+
+    def _write_snapshot(
+        self, kind: Kind, records: Mapping[str, EventRecord], expected: int | None
+    ) -> tuple[int, Mapping[str, EventRecord]]:
+        for _ in range(self._max_attempts):
+            try:
+                version = self._store.write(
+                    kind, records, str(expected) if expected is not None else None
+                )
+                return int(version), records
+            except Conflict:
+                self._instruments.store_conflicts.labels(kind=kind.value).inc()
+                theirs = self._store.read(kind)
+                log.info("%s event file changed underneath; keeping its events too", kind)
+                records = union_records(records, theirs.records)
+                expected = int(theirs.version) if theirs.version is not None else None
+        raise StoreError(f"{kind} snapshot: gave up after {self._max_attempts} conflicting writes")
+
+    def compact(self) -> list[Kind]:
+        """Write a snapshot of every kind with segments newer than its snapshot, now."""
+        written = []
+        with self._flush_lock:
+            with self._lock:
+                states = list(self._kinds.items())
+            for kind, state in states:
+                if state.unsnapshotted and not state.pending and not state.retired:
+                    self._snapshot_kind(kind, state)
+                    written.append(kind)
+        return written
+
+    def load(self, kinds: Iterable[Kind]) -> bool:
+        """Take the lease and read ``kinds`` (for ``megamon events compact``); ``False`` when
+        another process holds the lease."""
+        if not self._writable():
+            return False
+        with self._lock:
+            for kind in kinds:
+                self._state(kind)
+        return True
+
+    def close(self) -> None:
+        """Flush, snapshot and let a standby take over (a clean shutdown)."""
+        try:
+            self.flush(final=True)
+            if not self._standing_by:
+                self.compact()
+        finally:
+            self._lease.release()

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from megamon.domain.events import ArchiveEntry, EventRecord
 from megamon.domain.kinds import Kind
 from megamon.errors import StoreError
+
+if TYPE_CHECKING:
+    from megamon.stores.segments import SegmentLog
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,11 @@ class EventStore(Protocol):
 
     def describe(self) -> str:
         """Where the history lives, for messages (``gs://bucket/path``, a directory)."""
+        ...
+
+    @property
+    def log(self) -> SegmentLog:
+        """The append-only log of this history."""
         ...
 
     def read(self, kind: Kind) -> Snapshot: ...
@@ -71,4 +79,6 @@ class ObjectBackend(Protocol):
         """Copy ``name`` at ``generation`` to a new object that must not exist yet."""
         ...
 
-    def list(self, prefix: str) -> list[str]: ...
+    def list(self, prefix: str, start: str = "") -> list[str]:
+        """Names under ``prefix``, sorted; only those ``>= start`` when given."""
+        ...

@@ -134,12 +134,15 @@ class GcsObjects:
                 retry=self._conditional,
             )
 
-    def list(self, prefix: str) -> list[str]:
+    def list(self, prefix: str, start: str = "") -> list[str]:
         with self._call("list", prefix):
             return sorted(
                 blob.name
                 for blob in self._bucket.list_blobs(
-                    prefix=prefix, timeout=self._timeout, retry=self._retry
+                    prefix=prefix,
+                    start_offset=start or None,
+                    timeout=self._timeout,
+                    retry=self._retry,
                 )
             )
 

@@ -86,7 +86,7 @@ class LocalObjects:
     def copy(self, name: str, new_name: str, generation: int) -> None:
         self.upload(new_name, self.download(name, generation), 0)
 
-    def list(self, prefix: str) -> list[str]:
+    def list(self, prefix: str, start: str = "") -> list[str]:
         directory = (self._root / prefix).parent if not prefix.endswith("/") else None
         base = self._root / prefix if directory is None else directory
         if not base.is_dir():
@@ -94,7 +94,12 @@ class LocalObjects:
         names = []
         for path in base.rglob("*"):
             name = path.relative_to(self._root).as_posix()
-            if path.is_file() and not path.name.startswith(".") and name.startswith(prefix):
+            if (
+                path.is_file()
+                and not path.name.startswith(".")
+                and name.startswith(prefix)
+                and name >= start
+            ):
                 names.append(name)
         return sorted(names)
 

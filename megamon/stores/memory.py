@@ -53,9 +53,14 @@ class MemoryObjects:
     def copy(self, name: str, new_name: str, generation: int) -> None:
         self.upload(new_name, self.download(name, generation), 0)
 
-    def list(self, prefix: str) -> list[str]:
+    def list(self, prefix: str, start: str = "") -> list[str]:
         with self._lock:
-            return sorted(n for n in self._objects if n.startswith(prefix))
+            return sorted(n for n in self._objects if n.startswith(prefix) and n >= start)
+
+    def delete(self, name: str) -> None:
+        """Remove an object (tests use it to lose a file underneath megamon)."""
+        with self._lock:
+            self._objects.pop(name, None)
 
     def put_raw(self, name: str, data: bytes) -> int:
         """Replace an object unconditionally (tests use it to plant a corrupt file)."""
@@ -69,6 +74,13 @@ class MemoryObjects:
 class MemoryEventStore(ObjectEventStore):
     """An event store that forgets everything when the process ends."""
 
-    def __init__(self, path: str = "", *, instruments: Instruments | None = None) -> None:
-        self.objects = MemoryObjects()
+    def __init__(
+        self,
+        path: str = "",
+        *,
+        instruments: Instruments | None = None,
+        objects: MemoryObjects | None = None,
+    ) -> None:
+        """``objects``: share a namespace with another store (two processes, one bucket)."""
+        self.objects = objects or MemoryObjects()
         super().__init__(self.objects, path, instruments=instruments)

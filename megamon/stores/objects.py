@@ -23,11 +23,13 @@ from collections.abc import Callable, Mapping
 from urllib.parse import quote, unquote
 
 from megamon.codec import history as codec
+from megamon.codec.eventscan import scan_event_file
 from megamon.domain import timestamps
 from megamon.domain.events import ArchiveEntry, EventRecord
 from megamon.domain.kinds import Kind, event_file
 from megamon.errors import Conflict, EventFileError, StoreError
 from megamon.stores.base import Moved, ObjectBackend, Snapshot
+from megamon.stores.segments import SegmentLog
 from megamon.telemetry import Instruments
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,8 @@ class ObjectEventStore:
         self._clock = clock
         self._cache: dict[Kind, tuple[int, Snapshot]] = {}
         self._lock = threading.Lock()
+        self.log = SegmentLog(backend, self._path, instruments=self._instruments)
+        """The append-only log beside the event files (docs/history.md)."""
 
     def _name(self, *parts: str) -> str:
         return "/".join(p for p in (self._path, *parts) if p)
@@ -92,6 +96,9 @@ class ObjectEventStore:
         return Snapshot(last_seen.records, None)
 
     def _decode(self, kind: Kind, name: str, data: bytes, generation: int) -> Snapshot:
+        scanned = scan_event_file(data)  # the canonical layout, without a document in memory
+        if scanned is not None:
+            return Snapshot(scanned, str(generation))
         try:
             records = codec.decode_event_file(data, self._backend.describe(name))
         except EventFileError as err:

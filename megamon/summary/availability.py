@@ -25,6 +25,12 @@ Its state, decided as the summarizer decides periods:
 
 Bands are clipped to the span; adjacent bands of one state are merged.
 
+- ``unobserved``: time megamon itself was not running (the gaps between the spans its log
+  records as observed, ``Resource.unobserved``) replaces whatever band it falls in. It is
+  its own figure and is left out of availability, whatever state the resource was last seen
+  in. (The Go-named summaries and gauges keep the Go megamon's rule: a gap counts as the
+  last state.) A history without coverage records (written by the Go megamon) has no gaps.
+
 **Time.** Within the span: ``up`` is the up bands; ``down`` is the down and failed bands after
 the first up (``failed`` is the failed part of it); ``expected-down`` the expected-down bands;
 ``provisioning`` everything before the first up, failed or not.
@@ -105,6 +111,7 @@ class BandState(StrEnum):
     FAILED = "failed"
     EXPECTED_DOWN = "expected-down"
     PROVISIONING = "provisioning"
+    UNOBSERVED = "unobserved"
 
 
 class Band(NamedTuple):
@@ -134,6 +141,8 @@ class Resource:
     attrs: Mapping[str, object] = field(default_factory=dict)
     retired_at: int | None = None
     """``None`` for a live resource."""
+    unobserved: tuple[tuple[int, int], ...] = ()
+    """``[start, end)`` spans when megamon was not observing (``unobserved_gaps``)."""
 
     @property
     def live(self) -> bool:
@@ -170,6 +179,7 @@ class TimeSplit:
     failed: int = 0
     expected_down: int = 0
     provisioning: int = 0
+    unobserved: int = 0
 
     def __add__(self, other: TimeSplit) -> TimeSplit:
         return TimeSplit(
@@ -178,6 +188,7 @@ class TimeSplit:
             failed=add(self.failed, other.failed),
             expected_down=add(self.expected_down, other.expected_down),
             provisioning=add(self.provisioning, other.provisioning),
+            unobserved=add(self.unobserved, other.unobserved),
         )
 
     @property
@@ -375,12 +386,57 @@ def _clipped(ts: list[int], states: list[BandState], start: int, end: int) -> li
     return bands
 
 
+def unobserved_gaps(
+    observed: Iterable[tuple[int, int]], now: int, slack: int
+) -> tuple[tuple[int, int], ...]:
+    """The gaps between observed spans (sorted, disjoint), and after the last one when it
+    ended more than ``slack`` before ``now`` (megamon stopped); before the first span there
+    is no record either way, so no gap."""
+    gaps: list[tuple[int, int]] = []
+    last_end: int | None = None
+    for start, end in sorted(observed):
+        if last_end is not None and start > last_end:
+            gaps.append((last_end, min(start, now)))
+        last_end = end if last_end is None else max(last_end, end)
+    if last_end is not None and now - last_end > slack:
+        gaps.append((last_end, now))
+    return tuple((s, e) for s, e in gaps if e > s)
+
+
+def _carve(bands: list[Band], gaps: tuple[tuple[int, int], ...]) -> list[Band]:
+    """``bands`` with the parts inside ``gaps`` replaced by unobserved bands."""
+    if not gaps:
+        return bands
+    result: list[Band] = []
+    for band in bands:
+        cursor = band.start
+        for gap_start, gap_end in gaps:
+            lo, hi = max(gap_start, cursor), min(gap_end, band.end)
+            if hi <= lo:
+                continue
+            if lo > cursor:
+                result.append(Band(cursor, lo, band.state))
+            result.append(Band(lo, hi, BandState.UNOBSERVED))
+            cursor = hi
+        if cursor < band.end:
+            result.append(Band(cursor, band.end, band.state))
+    merged: list[Band] = []
+    for band in result:
+        if merged and merged[-1].state is band.state and merged[-1].end == band.start:
+            merged[-1] = Band(merged[-1].start, band.end, band.state)
+        else:
+            merged.append(band)
+    return merged
+
+
 def _split(bands: list[Band], first_up: int) -> TimeSplit:
     """Time per class; everything before ``first_up`` (ns) is provisioning, failed or not."""
-    up = down = failed = expected = provisioning = 0
+    up = down = failed = expected = provisioning = unobserved = 0
     for band in bands:
         length = band.end - band.start
-        if band.start < first_up:
+        if band.state is BandState.UNOBSERVED:
+            unobserved += length
+        elif band.start < first_up:
             provisioning += length
         elif band.state is BandState.UP:
             up += length
@@ -390,7 +446,7 @@ def _split(bands: list[Band], first_up: int) -> TimeSplit:
             down += length
             if band.state is BandState.FAILED:
                 failed += length
-    return TimeSplit(up, down, failed, expected, provisioning)
+    return TimeSplit(up, down, failed, expected, provisioning, unobserved)
 
 
 def resource_availability(resource: Resource, window: Window) -> ResourceAvailability | None:
@@ -405,7 +461,7 @@ def resource_availability(resource: Resource, window: Window) -> ResourceAvailab
     flags = resource.record.flags[: len(ts)]
     start = ts[0] if window.since is None else max(ts[0], window.since)
     states, first_up = _event_states(flags)
-    bands = _clipped(ts, states, start, end)
+    bands = _carve(_clipped(ts, states, start, end), resource.unobserved)
     first_up_at = ts[first_up] if first_up < len(ts) else end
     record = resource.record
     if len(ts) < len(record):

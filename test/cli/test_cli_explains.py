@@ -11,8 +11,11 @@ import pytest
 
 from megamon.cli.main import main
 from megamon.codec.history import encode_archive_entry
+from megamon.domain import timestamps
 from megamon.domain.events import ArchiveEntry, EventRecord, UpEvent
 from megamon.domain.kinds import Kind
+from megamon.domain.observations import Observation
+from megamon.recording.eventlog import EventLog
 from megamon.stores.local import LocalEventStore
 
 T = 1_780_272_000 * 1_000_000_000
@@ -29,6 +32,9 @@ def elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A working directory without ./megamon-data (and no /etc/megamon/config.json is assumed)."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+T_NS = timestamps.parse("2026-05-04T18:00:00Z")
 
 
 @pytest.mark.parametrize("argv", [["report"], ["events", "show", "nodepool"]])
@@ -66,6 +72,22 @@ def test_a_directory_with_history_is_named_without_a_warning(
     status, _, err = run(capsys, "events", "show", "nodepool", "--events-dir", str(tmp_path))
     assert status == 0
     assert err == f"megamon events show: reading history from {tmp_path} (--events-dir)\n"
+
+
+def test_a_history_only_in_its_log_is_not_called_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Between two snapshots a history lives in its log segments only."""
+    log = EventLog(LocalEventStore(tmp_path), [Kind.NODEPOOL], clock=lambda: T_NS)
+    log.load([Kind.NODEPOOL])
+    log.append({Kind.NODEPOOL: {"np": Observation.build(expected=1, ready=1)}}, T_NS)
+    log.close()
+    for snapshot in [*tmp_path.glob("*.json"), *tmp_path.glob("log/snapshots/*.json")]:
+        snapshot.unlink()  # as if megamon had not snapshotted yet (the file and its mark)
+    assert list((tmp_path / "log").rglob("*")), "the log holds the history"
+    status, out, err = run(capsys, "events", "show", "nodepool", "--events-dir", str(tmp_path))
+    assert status == 0 and "np" in orjson.loads(out)
+    assert "warning" not in err
 
 
 def test_the_source_of_a_configuration_file_names_its_key(

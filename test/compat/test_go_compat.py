@@ -16,9 +16,10 @@ from prometheus_client.metrics_core import GaugeMetricFamily
 
 from megamon.app import UNKNOWN_FOREVER_NS, observer_settings
 from megamon.codec import history
+from megamon.codec import owners as owners_codec
 from megamon.codec import report as report_codec
 from megamon.config import Config, ConfigMapRef, parse_config
-from megamon.domain import timestamps
+from megamon.domain import labels, timestamps
 from megamon.domain.events import EventRecord
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
@@ -27,11 +28,12 @@ from megamon.domain.summaries import ProvisioningState, Summary
 from megamon.domain.timestamps import MAX_DURATION_NS as MAX_DURATION
 from megamon.errors import ConfigError
 from megamon.observing.nodepools import observe_nodepools
+from megamon.observing.slices import observe_slices
 from megamon.observing.workloads import observe_jobset_nodes
 from megamon.publishing.exporters import build_exporters
 from megamon.publishing.exporters.otlp import SCOPE_NAME, OtlpExporter, to_metrics
 from megamon.sources.gke.views import NodePoolView
-from megamon.sources.kube.projections import jobset_view, node_view
+from megamon.sources.kube.projections import jobset_view, node_view, slice_view
 from megamon.stores.memory import MemoryEventStore
 from megamon.summary.summarizing import summarize
 
@@ -315,6 +317,10 @@ def test_difference_single_host_tpu_pools_are_tracked_with_a_switch() -> None:
     assert "single" in observed.observations
     go = parse_config(b'{"TrackSingleHostNodePools": false}', "c.json")
     assert observer_settings(go).single_host_pools is False
+    as_go = observe_nodepools(
+        [_pool("single", topology=""), _pool("multi")], [node], T0, observer_settings(go)
+    )
+    assert set(as_go.observations) == {"multi"}
 
 
 def test_difference_accelerator_falls_back_to_the_node_label() -> None:
@@ -357,6 +363,43 @@ def test_difference_failed_state_and_f_flag_are_read_by_go_as_plain_down() -> No
     )
     go = parse_config(b'{"RecordFailedProvisioning": false}', "c.json")
     assert observer_settings(go).failed_provisioning is False
+    broken = NodePoolView("np", "ERROR", "ct5lp-hightpu-4t", "2x2", "", False)
+    ours = observe_nodepools([broken], [], T0, observer_settings(Config())).observations["np"]
+    theirs = observe_nodepools([broken], [], T0, observer_settings(go)).observations["np"]
+    assert (ours.failed, ours.up) == (True, False)
+    assert (theirs.failed, theirs.up) == (False, False)
+
+
+def test_slices_carry_their_uid_as_go_reports_slice_uid() -> None:
+    """internal/records/report.go: the slice attributes carry SliceUID (the Slice's
+    metadata.uid). megamon takes it from the Slice, and keeps it in the slice owner map so
+    that a slice that vanished while its owner runs is still reported with it."""
+    raw = {
+        "metadata": {
+            "name": "s1",
+            "uid": "uid-s1",
+            "labels": {
+                labels.SLICE_OWNER_KIND: "JobSet",
+                labels.SLICE_OWNER_NAME: "train",
+                labels.SLICE_OWNER_NAMESPACE: "ml",
+            },
+        },
+        "spec": {"type": "tpu7x", "topology": "2x2x2"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    js = jobset_view(
+        {
+            "metadata": {"name": "train", "namespace": "ml", "uid": "u1"},
+            "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {}}]},
+        }
+    )
+    settings = observer_settings(Config())
+    seen, owners = observe_slices([slice_view(raw)], [js], [], {}, settings)
+    assert seen.observations["s1"].attrs.slice_uid == "uid-s1"
+    kept = owners_codec.decode(owners_codec.encode(owners), "owner map")
+    gone, _ = observe_slices([], [js], [], kept, settings)
+    assert gone.observations["s1"].attrs.slice_uid == "uid-s1"
+    assert not gone.observations["s1"].up
 
 
 def test_difference_self_metric_label_values_are_listed_for_the_switch() -> None:

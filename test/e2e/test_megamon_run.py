@@ -16,6 +16,8 @@ from kubernetes import config as kube_config
 from internal.fakegke import FakeGke
 from internal.fakekube.fakekube import FakeKube
 from megamon.config import parse_config
+from megamon.domain.kinds import Kind
+from megamon.recording.loading import load_kind
 from megamon.stores.factory import gcs_client
 from megamon.stores.gcs import GcsEventStore
 from test.e2e.harness import MegamonProcess, Samples, parse, value
@@ -185,10 +187,16 @@ def test_reports_go_to_gcs_and_the_configmap(
     assert latest["nodePoolsUp"]["np"]["readyCount"] == 1
     archives = archived()
     assert len(archives) == 1 and archives[0].endswith("Z.json")
-    # History is written by its own loop, at most a second after it was recorded.
-    megamon.wait_for(lambda: bucket.get_blob(f"{PATH}/node-pools.json") is not None, "history")
-    events = orjson.loads(bucket.blob(f"{PATH}/node-pools.json").download_as_bytes())
-    assert [e["up"] for e in events["np"]["upEvents"]] == [False, True]
+    # History is appended by its own loop, at most a second after it was recorded; the
+    # Go-format file is a snapshot (every SnapshotIntervalSeconds and at shutdown).
+    store = GcsEventStore(gcs_client, gcs_bucket, PATH)
+
+    def recorded() -> bool:
+        return "np" in load_kind(store, Kind.NODEPOOL).history.records
+
+    megamon.wait_for(recorded, "history")
+    record = load_kind(store, Kind.NODEPOOL).history.records["np"]
+    assert [e.up for e in record.events] == [False, True]
 
     core = k8s.CoreV1Api(world.api)
     megamon.wait_for(

@@ -26,6 +26,7 @@ from internal.gcsemu.client import make_storage_client
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP
 from megamon.domain.kinds import Kind
 from megamon.loops.leader import micro_time
+from megamon.recording.loading import load_kind
 from megamon.sources.kube.resources import JOBSETS
 from megamon.stores.gcs import GcsEventStore
 from test.e2e.harness import MegamonProcess
@@ -81,6 +82,7 @@ class Rig:
         return process
 
     def history(self) -> History:
+        """What a restart would read: the snapshot and the log after it."""
         store = GcsEventStore(make_storage_client(self.emulator_endpoint), self.bucket, PATH)
         return {
             kind.value: {
@@ -88,7 +90,7 @@ class Rig:
                     (ts, bool(f & FLAG_UP), bool(f & FLAG_EXPECTED_DOWN), bool(f & FLAG_FAILED))
                     for ts, f in zip(record.timestamps, record.flags, strict=True)
                 ]
-                for key, record in store.read(kind).records.items()
+                for key, record in load_kind(store, kind).history.records.items()
             }
             for kind in (Kind.NODEPOOL, Kind.JOBSET, Kind.JOBSET_NODES)
         }
@@ -145,7 +147,8 @@ def run_scenario(
 ) -> History:
     """The scenario with ``faults`` interleaved, observed until ``end_s``; returns the
     history relative to its start."""
-    processes = [rig.megamon(**config) for _ in range(replicas)]
+    for _ in range(replicas):
+        rig.megamon(**config)
     t0_ns, start = time.time_ns(), time.monotonic()
     fault_thread = threading.Thread(target=play, args=(rig, faults, start), daemon=True)
     fault_thread.start()
@@ -155,7 +158,7 @@ def run_scenario(
     if delay > 0:
         time.sleep(delay)
     rig.proxy.clear_rules()
-    for process in processes:
+    for process in rig.processes:  # restarted ones too: each stops cleanly (a snapshot)
         if process._process is not None and process._process.poll() is None:
             process.stop()
     return {

@@ -9,6 +9,7 @@ Long variants (30 s stalls, longer outages) run with ``make chaos`` (``MEGAMON_C
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import orjson
@@ -84,7 +85,8 @@ def test_gcs_connection_reset_in_the_middle_of_an_upload(
 
 
 def test_gcs_object_deleted_underneath(fresh_rig: Rig, clean_history: History) -> None:
-    """node-pools.json is deleted while megamon runs. megamon recreates it from the history it
+    """node-pools.json (a snapshot) is deleted while megamon runs. The log is untouched;
+    megamon writes the file again at its next snapshot (here: shutdown) from the history it
     holds, with a warning.
     """
 
@@ -98,8 +100,9 @@ def test_gcs_object_deleted_underneath(fresh_rig: Rig, clean_history: History) -
 def test_gcs_corrupt_object_is_quarantined_never_overwritten_and_nothing_is_lost(
     fresh_rig: Rig, clean_history: History
 ) -> None:
-    """node-pools.json is replaced by garbage. megamon copies it to node-pools.json.corrupt-<time>
-    first, counts it, and writes the file again from the history it holds.
+    """node-pools.json (a snapshot) is replaced by garbage. At its next snapshot megamon
+    copies it to node-pools.json.corrupt-<time> first, counts it, and writes the file again
+    from the history it holds (the log is untouched).
     """
     garbage = b'{"a": {"upEvents": [{"up": "maybe"'
 
@@ -116,11 +119,14 @@ def test_gcs_corrupt_object_is_quarantined_never_overwritten_and_nothing_is_lost
 def test_two_writers_without_leader_election_race_and_lose_nothing(
     fresh_rig: Rig, clean_history: History
 ) -> None:
-    """Two replicas without leader election write the same history. Compare-and-swap makes the
-    loser re-read; the merge keeps each transition once.
+    """Two replicas without leader election on one history. The first to take the writer
+    lease appends; the other stands by (saying so in its log and in a metric) and records
+    nothing, so no stale view is ever written.
     """
     history = run_scenario(fresh_rig, [], replicas=2)
     assert_same_history(clean_history, history, TOLERANCE_S)
+    logs = [process.log() for process in fresh_rig.processes]
+    assert sum("standing by" in text for text in logs) == 1
 
 
 def test_two_replicas_with_leader_election(fresh_rig: Rig, clean_history: History) -> None:
@@ -129,6 +135,77 @@ def test_two_replicas_with_leader_election(fresh_rig: Rig, clean_history: Histor
     """
     history = run_scenario(fresh_rig, [], replicas=2, EnableLeaderElection=True)
     assert_same_history(clean_history, history, TOLERANCE_S + 2 * CYCLE_S)
+
+
+def test_megamon_killed_in_the_middle_of_a_snapshot_then_restarted(
+    fresh_rig: Rig, clean_history: History
+) -> None:
+    """megamon snapshots every 3 s. Its second snapshot (the first compare-and-swap write of
+    node-pools.json onto an existing generation) is held by a stall and megamon is killed with
+    SIGKILL in the middle of it, then restarted. The event file is the old one or the new one,
+    never half of one (GCS has no partial objects); the restart reads it and the segments
+    after it, whichever mark it finds."""
+    restarted: dict[str, float] = {}
+
+    def kill_mid_snapshot(r: Rig) -> None:
+        replacing = r"ifGenerationMatch=[1-9]"  # not a segment: those are create-only
+        r.proxy.stall_next(1, 30.0, method="POST", path=replacing)
+        r.processes[0].wait_for(
+            lambda: any(re.search(replacing, rec.target) for rec in r.proxy.records),
+            "a snapshot write",
+            10,
+        )
+        r.processes[0].stop(kill=True)
+        r.proxy.clear_rules()
+        started = time.monotonic()
+        r.megamon(SnapshotIntervalSeconds=3)
+        restarted["gap"] = time.monotonic() - started
+
+    history = run_scenario(
+        fresh_rig,
+        [(4.5, "SIGKILL during a snapshot", kill_mid_snapshot)],
+        SnapshotIntervalSeconds=3,
+    )
+    assert_same_history(clean_history, history, TOLERANCE_S + restarted["gap"] + CYCLE_S)
+
+
+def test_a_truncated_segment_is_quarantined_never_overwritten_and_reported(
+    fresh_rig: Rig, clean_history: History
+) -> None:
+    """A node-pool segment loses its tail (the heartbeat line), then megamon is killed and
+    restarted, so the restart reads it. The segment is copied to log/quarantine/, counted and
+    logged; its whole lines are kept and the segment itself is never rewritten."""
+    bucket = fresh_rig.storage.bucket(fresh_rig.bucket)
+    damaged: dict[str, bytes] = {}
+
+    def truncate_and_restart(r: Rig) -> None:
+        prefix = f"{PATH}/log/kind=nodepool/"
+        name = sorted(b.name for b in r.storage.list_blobs(r.bucket, prefix=prefix))[0]
+        data = bucket.blob(name).download_as_bytes()
+        damaged[name] = data[:-10]
+        bucket.blob(name).upload_from_string(damaged[name])
+        r.processes[0].stop(kill=True)
+        r.megamon()
+
+    history = run_scenario(fresh_rig, [(6.5, "truncate a segment, restart", truncate_and_restart)])
+    assert_same_history(clean_history, history, TOLERANCE_S + 2 * CYCLE_S)
+    [(name, data)] = damaged.items()
+    assert bucket.blob(name).download_as_bytes() == data
+    names = [b.name for b in fresh_rig.storage.list_blobs(fresh_rig.bucket, prefix=PATH)]
+    assert any("/log/quarantine/" in n and n.endswith(".corrupt") for n in names)
+    assert "cannot be read whole" in fresh_rig.processes[-1].log()
+
+
+def test_gcs_outage_across_a_snapshot(fresh_rig: Rig, clean_history: History) -> None:
+    """GCS answers 503 to everything for five seconds, across a snapshot. Segments, the lease
+    renewal and the snapshot wait in memory and are written when GCS is back, each
+    transition with its own timestamp."""
+    faults = [
+        (6.0, "GCS down", lambda r: r.proxy.fail_next(1_000_000, 503)),
+        (11.0, "GCS back", lambda r: r.proxy.clear_rules()),
+    ]
+    history = run_scenario(fresh_rig, faults, SnapshotIntervalSeconds=3)
+    assert_same_history(clean_history, history, TOLERANCE_S)
 
 
 # GKE ------------------------------------------------------------------------------------
@@ -277,9 +354,10 @@ def test_a_leader_losing_its_lease_in_the_middle_of_a_flush(
 def test_megamon_killed_in_the_middle_of_a_write_then_restarted(
     fresh_rig: Rig, clean_history: History
 ) -> None:
-    """megamon is killed with SIGKILL while a write is held by a stall, then restarted. The
-    restarted megamon reads the history and observes the current state: nothing is lost, but
-    a transition held only in memory when megamon died is stamped when it is seen again."""
+    """megamon is killed with SIGKILL while a write (a segment) is held by a stall, then
+    restarted. The restarted megamon takes over the lease of its dead predecessor at once,
+    reads snapshot + log and observes the current state: nothing is lost, but a transition
+    held only in memory when megamon died is stamped when it is seen again."""
     restarted: dict[str, float] = {}
 
     def kill_mid_write(r: Rig) -> None:

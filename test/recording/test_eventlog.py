@@ -1,92 +1,228 @@
-"""The event log over the in-memory store: batches, snapshots, readiness, retries."""
+"""The event log over the in-memory store: segments, snapshots, start-up, attributes, the
+writer lease, heartbeats and store failures."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+import orjson
 import pytest
 
+from megamon.codec import history as history_codec
+from megamon.codec.log import TYPE_EVENT, TYPE_OBSERVED, decode_segment
 from megamon.domain.events import EventRecord
 from megamon.domain.kinds import Kind
-from megamon.domain.observations import Observation
-from megamon.errors import Conflict, StoreError
-from megamon.recording.eventlog import EventLog, merge
+from megamon.domain.observations import Attrs, Observation
+from megamon.errors import StoreError
+from megamon.recording.eventlog import EventLog
+from megamon.recording.loading import load_kind
 from megamon.stores.base import Snapshot
 from megamon.stores.memory import MemoryEventStore
 
 T = 1_780_272_000 * 10**9
+S = 10**9
 UP = Observation.build(expected=1, ready=1)
 DOWN = Observation.build(expected=1, ready=0)
+NP = Kind.NODEPOOL
 
 
-def test_ready_once_every_required_kind_was_observed() -> None:
-    log = EventLog(MemoryEventStore(), [Kind.NODEPOOL, Kind.JOBSET])
-    assert not log.ready
-    log.append({Kind.NODEPOOL: {}}, T)
-    assert not log.ready
-    log.append({Kind.JOBSET: {"js": UP}}, T)
-    assert log.ready
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, now: int = T) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
 
 
-def test_only_kinds_that_changed_are_written() -> None:
-    store = MemoryEventStore()
-    log = EventLog(store, [Kind.NODEPOOL, Kind.JOBSET])
-    log.append({Kind.NODEPOOL: {"np": UP}, Kind.JOBSET: {"js": DOWN}}, T)
-    versions = {k: store.read(k).version for k in (Kind.NODEPOOL, Kind.JOBSET)}
-    log.append({Kind.NODEPOOL: {"np": UP}, Kind.JOBSET: {"js": UP}}, T + 1)
-    assert store.read(Kind.NODEPOOL).version == versions[Kind.NODEPOOL]
-    assert store.read(Kind.JOBSET).version != versions[Kind.JOBSET]
+def _log(store: MemoryEventStore, clock: Clock, holder: str = "a", **kw: float) -> EventLog:
+    return EventLog(store, [NP], holder=holder, clock=clock, cluster="c", **kw)
 
 
-def test_an_empty_kind_writes_no_file() -> None:
-    store = MemoryEventStore()
-    EventLog(store, [Kind.SLICE]).append({Kind.SLICE: {}}, T)
-    assert store.read(Kind.SLICE) == Snapshot({}, None)
+def _segments(store: MemoryEventStore) -> list[str]:
+    return [n for n in store.objects.list("log/kind=") if n.endswith(".ndjson")]
 
 
-def test_the_snapshot_holds_observations_and_records_of_one_batch() -> None:
-    log = EventLog(MemoryEventStore(), [Kind.NODEPOOL])
-    log.append({Kind.NODEPOOL: {"np": DOWN}}, T)
-    before = log.snapshot()
-    log.append({Kind.NODEPOOL: {"np": UP}}, T + 1)
-    after = log.snapshot()
-    assert before.observations[Kind.NODEPOOL]["np"] is DOWN
-    assert len(before.records[Kind.NODEPOOL]["np"]) == 1
-    assert after.observations[Kind.NODEPOOL]["np"] is UP
-    assert after.records[Kind.NODEPOOL]["np"].timestamps == (T, T + 1)
+def _events(store: MemoryEventStore, key: str) -> list[tuple[int, int]]:
+    record = load_kind(store, NP).history.records[key]
+    return [((t - T) // S, f) for t, f in zip(record.timestamps, record.flags, strict=True)]
 
 
-class _AlwaysConflicting(MemoryEventStore):
-    def write(self, kind: Kind, records: Mapping[str, EventRecord], version: str | None) -> str:
-        raise Conflict("someone else keeps writing")
+def test_two_writers_on_one_store_never_invent_a_transition() -> None:
+    """The two-writer bug: B's stale view was re-applied at A's last nanosecond and a pool up
+    for an hour came out 3,600 s down. With the lease, B stands by and records nothing."""
+    store, clock = MemoryEventStore(), Clock()
+    a, b = _log(store, clock, "a"), _log(store, clock, "b")
+    a.append({NP: {"a": UP}}, T)
+    b.append({NP: {"a": DOWN}}, T - 5 * S, flush=False)
+    b.flush()
+    a.append({NP: {"a": UP}}, T + 3600 * S)
+    b.append({NP: {"a": UP}}, T + 3600 * S)
+    assert b.standing_by and not a.standing_by
+    assert _events(store, "a") == [(0, 0), (0, 1)]
 
 
-def test_conflicts_are_retried_a_bounded_number_of_times() -> None:
-    log = EventLog(_AlwaysConflicting(), [Kind.NODEPOOL], max_attempts=3)
-    with pytest.raises(StoreError, match="nodepool history: gave up after 3 conflicting writes"):
-        log.append({Kind.NODEPOOL: {"np": UP}}, T)
-    assert log.snapshot().observations[Kind.NODEPOOL]["np"] is UP
+def test_a_standby_takes_over_when_the_lease_lapses_and_reads_the_history_afresh() -> None:
+    store, clock = MemoryEventStore(), Clock()
+    a, b = _log(store, clock, "a", lease_s=30), _log(store, clock, "b", lease_s=30)
+    a.append({NP: {"np": DOWN}}, T)
+    b.append({NP: {"np": DOWN}}, T)
+    assert b.standing_by
+    clock.now += 31 * S  # a stopped renewing (killed)
+    b.append({NP: {"np": UP}}, clock.now)
+    assert not b.standing_by
+    assert _events(store, "np") == [(0, 0), (31, 1)]
+    a.append({NP: {"np": DOWN}}, clock.now)  # a comes back: the lease moved, it stands by
+    assert a.standing_by
+    assert _events(store, "np") == [(0, 0), (31, 1)]
 
 
-class _Broken(MemoryEventStore):
-    broken = True
+def test_a_released_lease_is_taken_at_once() -> None:
+    store, clock = MemoryEventStore(), Clock()
+    a, b = _log(store, clock, "a"), _log(store, clock, "b")
+    a.append({NP: {"np": UP}}, T)
+    a.close()
+    b.append({NP: {"np": UP}}, T + S)
+    assert not b.standing_by
 
-    def read(self, kind: Kind) -> Snapshot:
-        if kind is Kind.JOBSET and self.broken:
-            raise StoreError("bucket unreachable")
-        return super().read(kind)
+
+def test_each_flush_writes_one_create_only_segment_with_only_its_new_lines() -> None:
+    store, clock = MemoryEventStore(), Clock()
+    log = _log(store, clock)
+    log.append({NP: {"np": DOWN}}, T)
+    log.append({NP: {"np": DOWN}}, T + S)  # nothing new, heartbeat not due
+    log.append({NP: {"np": UP}}, T + 2 * S)
+    names = _segments(store)
+    assert names == [
+        "log/kind=nodepool/date=2026-06-01/0000000000000001.ndjson",
+        "log/kind=nodepool/date=2026-06-01/0000000000000002.ndjson",
+    ]
+    gen = store.objects.generation(names[1])
+    assert gen is not None
+    lines = decode_segment(store.objects.download(names[1], gen), names[1])
+    assert [(line.type, line.ts) for line in lines] == [
+        (TYPE_EVENT, T + 2 * S),
+        (TYPE_OBSERVED, T + 2 * S),
+    ]
+    assert lines[1].since == T
 
 
-def test_a_kind_whose_history_cannot_be_loaded_waits_and_the_others_go_on() -> None:
-    store = _Broken()
-    log = EventLog(store, [Kind.NODEPOOL, Kind.JOBSET])
-    with pytest.raises(StoreError, match="jobset: cannot load history: bucket unreachable"):
-        log.append({Kind.NODEPOOL: {"np": UP}, Kind.JOBSET: {"js": UP}}, T)
-    assert set(store.read(Kind.NODEPOOL).records) == {"np"}
-    assert not log.ready  # no report on a history that was never read
-    store.broken = False
-    log.append({Kind.NODEPOOL: {"np": UP}, Kind.JOBSET: {"js": UP}}, T + 1)
-    assert log.ready and set(store.read(Kind.JOBSET).records) == {"js"}
+def test_a_segment_read_twice_changes_nothing() -> None:
+    store, clock = MemoryEventStore(), Clock()
+    log = _log(store, clock)
+    log.append({NP: {"np": DOWN}}, T)
+    log.append({NP: {"np": UP}}, T + S)
+    [first, second] = _segments(store)
+    gen = store.objects.generation(second)
+    assert gen is not None
+    store.objects.upload(
+        first.replace("0001.ndjson", "0003.ndjson"), store.objects.download(second, gen), 0
+    )
+    assert _events(store, "np") == [(0, 0), (1, 1)]
+
+
+def test_start_up_reads_the_snapshot_and_the_segments_after_it() -> None:
+    store, clock = MemoryEventStore(), Clock()
+    log = _log(store, clock, snapshot_interval_s=60)
+    log.append({NP: {"np": DOWN}}, T)
+    clock.now += 61 * S
+    log.append({NP: {"np": UP}}, clock.now)  # segment 2, then the snapshot covers it
+    assert store.read(NP).records["np"].timestamps == (T, T + 61 * S)
+    clock.now += S
+    log.append({NP: {"np": DOWN}}, clock.now)  # segment 3, after the snapshot
+    loaded = load_kind(store, NP)
+    assert loaded.segments_read == 1
+    assert loaded.history.records["np"].timestamps == (T, T + 61 * S, T + 62 * S)
+
+
+def test_the_event_file_is_exactly_the_go_format_and_the_mark_is_a_sidecar() -> None:
+    store, clock = MemoryEventStore(), Clock()
+    log = _log(store, clock)
+    log.append({NP: {"np": UP}}, T)
+    log.close()
+    generation = store.objects.generation("node-pools.json")
+    assert generation is not None
+    data = store.objects.download("node-pools.json", generation)
+    assert data == history_codec.encode_event_file({"np": EventRecord.trusted((T, T), b"\0\1")})
+    mark_gen = store.objects.generation("log/snapshots/node-pools.json")
+    assert mark_gen is not None
+    mark = orjson.loads(store.objects.download("log/snapshots/node-pools.json", mark_gen))
+    assert mark["generation"] == generation and mark["covers"].endswith("0000000000000001")
+
+
+def test_a_go_written_file_is_the_starting_snapshot() -> None:
+    store, clock = MemoryEventStore(), Clock()
+    go = {"np": EventRecord.trusted((T - 100 * S, T - 50 * S), b"\0\1")}
+    store.objects.upload("node-pools.json", history_codec.encode_event_file(go), 0)
+    log = _log(store, clock)
+    log.append({NP: {"np": DOWN}}, T)
+    log.close()
+    assert _events(store, "np") == [(-100, 0), (-50, 1), (0, 0)]
+    assert store.read(NP).records["np"].timestamps == (T - 100 * S, T - 50 * S, T)
+
+
+def test_attributes_are_recorded_and_survive_a_restart_and_a_retirement() -> None:
+    store, clock = MemoryEventStore(), Clock()
+    attrs = Attrs(nodepool_name="np", tpu_accelerator="tpu7x", tpu_topology="2x2x2")
+    seen = Observation.build(expected=1, ready=1, attrs=attrs)
+    log = _log(store, clock)
+    log.append({NP: {"np": seen}}, T)
+    assert load_kind(store, NP).history.attrs["np"]["tpuAccelerator"] == "tpu7x"
+    restarted = _log(store, clock)
+    clock.now += 40 * S  # the first process's lease lapsed
+    restarted.append({NP: {}}, clock.now)  # np is gone after the restart
+    [entry] = store.read_archive(NP, "np")
+    assert entry.attrs["nodePoolName"] == "np" and entry.attrs["tpuTopology"] == "2x2x2"
+
+
+def test_changed_attributes_alone_are_recorded() -> None:
+    store, clock = MemoryEventStore(), Clock()
+    log = _log(store, clock)
+    log.append({NP: {"np": UP}}, T)
+    relabelled = UP.model_copy(update={"attrs": Attrs(tpu_topology="4x4")})
+    log.append({NP: {"np": relabelled}}, T + S)
+    assert load_kind(store, NP).history.attrs["np"]["tpuTopology"] == "4x4"
+    assert len(_segments(store)) == 2
+
+
+def test_a_heartbeat_is_written_when_nothing_changes() -> None:
+    store, clock = MemoryEventStore(), Clock()
+    log = _log(store, clock, heartbeat_s=60)
+    log.append({NP: {"np": UP}}, T)
+    clock.now += 30 * S
+    log.append({NP: {"np": UP}}, clock.now)
+    assert len(_segments(store)) == 1
+    clock.now += 31 * S
+    log.append({NP: {"np": UP}}, clock.now)
+    assert len(_segments(store)) == 2
+    assert load_kind(store, NP).history.observed == [(T, T + 61 * S)]
+
+
+def test_a_restart_leaves_the_unobserved_gap_out_of_the_coverage() -> None:
+    store, clock = MemoryEventStore(), Clock()
+    _log(store, clock).append({NP: {"np": UP}}, T)
+    clock.now += 600 * S
+    _log(store, clock, holder="b").append({NP: {"np": UP}}, clock.now)
+    assert load_kind(store, NP).history.observed == [(T, T), (T + 600 * S, T + 600 * S)]
+
+
+def test_a_corrupt_segment_is_quarantined_and_its_whole_lines_are_kept() -> None:
+    store, clock = MemoryEventStore(), Clock()
+    log = _log(store, clock)
+    log.append({NP: {"np": DOWN}}, T)
+    log.append({NP: {"np": UP}}, T + S)
+    [_first, second] = _segments(store)
+    gen = store.objects.generation(second)
+    assert gen is not None
+    data = store.objects.download(second, gen)
+    store.objects.put_raw(second, data[:-20])  # truncated
+    assert _events(store, "np") == [(0, 0), (1, 1)]  # the event line was whole
+    assert store.objects.list("log/quarantine/") == [
+        "log/quarantine/kind=nodepool/date=2026-06-01/0000000000000002.ndjson.corrupt"
+    ]
+    gen2 = store.objects.generation(second)
+    assert gen2 is not None and store.objects.download(second, gen2) == data[:-20]
 
 
 class _Down(MemoryEventStore):
@@ -97,66 +233,99 @@ class _Down(MemoryEventStore):
             raise StoreError("503 Service Unavailable")
         return super().write(kind, records, version)
 
+    def read(self, kind: Kind) -> Snapshot:
+        if self.down:
+            raise StoreError("503 Service Unavailable")
+        return super().read(kind)
 
-def test_transitions_during_a_store_outage_keep_their_timestamps() -> None:
-    store = _Down()
-    log = EventLog(store, [Kind.NODEPOOL])
-    log.append({Kind.NODEPOOL: {"np": DOWN}}, T)
+
+class _DownObjects:
+    """Makes every object call of a memory store fail while ``down``."""
+
+    def __init__(self, store: _Down) -> None:
+        self.store = store
+        inner = store.objects
+        for name in ("generation", "download", "upload", "list"):
+            setattr(self, name, self._guard(getattr(inner, name)))
+        self.describe = inner.describe
+
+    def _guard(self, call):  # type: ignore[no-untyped-def]
+        def guarded(*args, **kwargs):  # type: ignore[no-untyped-def]
+            if self.store.down:
+                raise StoreError("503 Service Unavailable")
+            return call(*args, **kwargs)
+
+        return guarded
+
+
+def test_transitions_during_a_store_outage_across_a_snapshot_keep_their_timestamps() -> None:
+    store, clock = _Down(), Clock()
+    store.log.backend = _DownObjects(store)  # type: ignore[assignment]
+    log = _log(store, clock, snapshot_interval_s=10, lease_s=30)
+    log.append({NP: {"np": DOWN}}, T)
     store.down = True
-    with pytest.raises(StoreError, match="503"):
-        log.append({Kind.NODEPOOL: {"np": UP}}, T + 10)
+    for offset in (10, 20, 40, 60):  # beyond the snapshot interval and the lease
+        clock.now = T + offset * S
+        observation = UP if offset in (10, 40) else DOWN
+        with pytest.raises(StoreError, match="503"):
+            log.append({NP: {"np": observation}}, clock.now)
     assert log.pending
-    assert log.snapshot().records[Kind.NODEPOOL]["np"].timestamps == (T, T + 10)
-    with pytest.raises(StoreError):
-        log.append({Kind.NODEPOOL: {"np": DOWN}}, T + 20)
     store.down = False
+    clock.now += S
     log.flush()
-    assert not log.pending
-    assert store.read(Kind.NODEPOOL).records["np"].timestamps == (T, T + 10, T + 20)
+    assert not log.pending and not log.standing_by
+    assert _events(store, "np") == [(0, 0), (10, 1), (20, 0), (40, 1), (60, 0)]
 
 
 def test_appending_without_flush_touches_the_store_only_to_load() -> None:
-    store = MemoryEventStore()
-    log = EventLog(store, [Kind.NODEPOOL])
-    log.append({Kind.NODEPOOL: {"np": DOWN}}, T, flush=False)
-    assert store.read(Kind.NODEPOOL).version is None and log.pending
+    store, clock = MemoryEventStore(), Clock()
+    log = _log(store, clock)
+    log.append({NP: {"np": DOWN}}, T, flush=False)
+    assert _segments(store) == [] and log.pending
     log.flush()
-    assert store.read(Kind.NODEPOOL).records["np"].timestamps == (T,)
+    assert _events(store, "np") == [(0, 0)]
 
 
-def _rec(*pairs: tuple[int, bool]) -> EventRecord:
-    return EventRecord.trusted(tuple(t for t, _ in pairs), bytes(int(u) for _, u in pairs))
+def test_ready_once_every_required_kind_was_observed() -> None:
+    log = EventLog(MemoryEventStore(), [NP, Kind.JOBSET])
+    assert not log.ready
+    log.append({NP: {}}, T)
+    assert not log.ready
+    log.append({Kind.JOBSET: {"js": UP}}, T)
+    assert log.ready
 
 
-def test_merge_keeps_each_writers_own_changes_and_our_latest_view_of_shared_ones() -> None:
-    base = {
-        "a": _rec((T, False)),
-        "b": _rec((T, False)),
-        "c": _rec((T, False)),
-        "gone": _rec((T, False)),
-    }
-    ours = {
-        "a": _rec((T, False), (T + 1, True)),
-        "b": base["b"],
-        "c": _rec((T, False), (T + 1, True)),
-        "new": _rec((T + 1, False)),
-    }
-    theirs = {
-        "a": base["a"],
-        "b": _rec((T, False), (T + 2, True)),
-        "c": _rec((T, False), (T + 2, True)),
-        "gone": base["gone"],
-    }
-    latest = dict.fromkeys(("a", "c"), (UP, T + 1)) | {"new": (DOWN, T + 1)}
-    merged = merge(base, ours, theirs, latest)
-    assert merged["a"] == ours["a"]  # only we changed it
-    assert merged["b"] == theirs["b"]  # only they changed it
-    assert merged["c"] == theirs["c"]  # both: theirs, and our view (up) adds nothing
-    assert merged["new"] == ours["new"]
-    assert "gone" not in merged  # we retired it, they had not touched it
+class _CrashBeforeMark(MemoryEventStore):
+    """Dies (as kill -9 would) between the event file and its mark."""
+
+    def write(self, kind: Kind, records: Mapping[str, EventRecord], version: str | None) -> str:
+        written = super().write(kind, records, version)
+        raise SystemExit(f"killed after writing generation {written}")
 
 
-def test_merge_keeps_what_we_observe_when_their_file_lost_it() -> None:
-    base = {"a": _rec((T, False), (T, True))}
-    merged = merge(base, base, {}, {"a": (UP, T + 5)})
-    assert merged == base
+def test_killed_between_the_snapshot_and_its_mark_the_restart_reads_each_event_once() -> None:
+    crashing, clock = _CrashBeforeMark(), Clock()
+    log = _log(crashing, clock, snapshot_interval_s=10)
+    log.append({NP: {"np": DOWN}}, T)
+    log.append({NP: {"np": UP}}, T + S)
+    clock.now += 11 * S
+    with pytest.raises(SystemExit):
+        log.append({NP: {"np": DOWN}}, clock.now)  # segment 3, then the snapshot: killed
+    store = MemoryEventStore(objects=crashing.objects)
+    assert store.objects.generation("node-pools.json") is not None
+    assert store.objects.generation("log/snapshots/node-pools.json") is None
+    assert _events(store, "np") == [(0, 0), (1, 1), (11, 0)]
+
+
+def test_a_quiet_history_is_still_snapshotted_when_due() -> None:
+    """Nothing changes after a transition: the persist loop still has a snapshot to write
+    (and heartbeats and lease renewals), so ``due`` says so and ``flush`` writes it."""
+    store, clock = MemoryEventStore(), Clock()
+    log = _log(store, clock, snapshot_interval_s=60)
+    log.append({NP: {"np": DOWN}}, T)
+    assert not log.due and not log.pending
+    clock.now = T + 61 * S
+    assert log.due
+    log.flush()
+    assert store.read(NP).records["np"].timestamps == (T,)
+    assert not log.due

@@ -107,3 +107,18 @@ def test_an_unknown_kind_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
         main(["events", "show", "pods"])
     assert caught.value.code == 2
     assert "unknown kind 'pods'" in capsys.readouterr().err
+
+
+def test_compact_writes_the_go_format_file_and_refuses_while_another_writer_holds_the_lease(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = LocalEventStore(tmp_path)
+    running = EventLog(store, [Kind.NODEPOOL], holder="megamon-0/1")
+    running.append({Kind.NODEPOOL: {"a": Observation.build(expected=1, ready=1)}}, T)
+    status, _, err = run(capsys, "events", "compact", "--events-dir", str(tmp_path))
+    assert status == 2 and "writer lease is held" in err
+    assert store.read(Kind.NODEPOOL).version is None  # nothing written by the refused run
+    running._lease.release()  # megamon stopped without its shutdown snapshot
+    status, doc, _ = run(capsys, "events", "compact", "--events-dir", str(tmp_path))
+    assert status == 0 and doc == {"compacted": ["nodepool"]}
+    assert set(store.read(Kind.NODEPOOL).records) == {"a"}

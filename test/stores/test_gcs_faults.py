@@ -28,6 +28,7 @@ OBJECT = f"{PATH}/node-pools.json"
 T = 1_780_272_000 * 10**9
 RECORD = {"np": EventRecord.trusted((T, T), b"\x00\x01")}
 UP = Observation.build(expected=1, ready=1)
+DOWN = Observation.build(expected=1, ready=0)
 
 
 def media_downloads(proxy: FaultProxy) -> int:
@@ -130,11 +131,17 @@ def test_an_upload_cut_in_the_middle_leaves_no_partial_object(
 def test_a_retried_upload_that_had_landed_is_not_applied_twice(
     store: GcsEventStore, gcs_proxy: FaultProxy, gcs_client: Any, gcs_bucket: str
 ) -> None:
+    """The response to an upload is lost and the library retries it: the lease's creation
+    and a segment's each find their own object already there, and count it as written."""
     log = EventLog(store, [Kind.NODEPOOL])
-    gcs_proxy.drop_next_response(1, method="POST")
-    log.append({Kind.NODEPOOL: {"np": UP}}, T)
+    gcs_proxy.drop_next_response(1, method="POST")  # the writer lease
+    log.append({Kind.NODEPOOL: {"np": DOWN}}, T)
+    assert not log.standing_by
+    gcs_proxy.drop_next_response(1, method="POST")  # the second segment
+    log.append({Kind.NODEPOOL: {"np": UP}}, T + 1)
+    log.close()
     records = codec.decode_event_file(stored(gcs_client, gcs_bucket) or b"", "x")
-    assert records["np"].timestamps == (T, T)
+    assert records["np"].timestamps == (T, T + 1)
 
 
 def test_deadline_exceeded_is_a_clear_error_and_writes_nothing(
@@ -173,8 +180,10 @@ def test_the_object_deleted_underneath_is_restored_from_what_megamon_saw(
 ) -> None:
     log = EventLog(store, [Kind.NODEPOOL])
     log.append({Kind.NODEPOOL: {"np": UP}}, T)
+    assert log.compact() == [Kind.NODEPOOL]
     gcs_client.bucket(gcs_bucket).blob(OBJECT).delete()
     log.append({Kind.NODEPOOL: {"np": UP, "np2": UP}}, T + 10)
+    log.close()
     records = codec.decode_event_file(stored(gcs_client, gcs_bucket) or b"", "x")
     assert set(records) == {"np", "np2"}
     assert records["np"].timestamps == (T, T)

@@ -8,7 +8,7 @@ retired resource's history is archived, never deleted.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,9 +74,7 @@ def _memory() -> Harness:
     objects = first.objects
 
     def make(instruments: Instruments) -> EventStore:
-        store = MemoryEventStore(PATH, instruments=instruments)
-        store._backend = objects  # two writers, one namespace
-        return store
+        return MemoryEventStore(PATH, instruments=instruments, objects=objects)  # one namespace
 
     return Harness(
         make_store=make,
@@ -164,6 +162,7 @@ def test_taking_over_a_go_history_appends_without_loss(harness: Harness) -> None
     harness.put_raw("node-pools.json", GO_WRITTEN)
     log = EventLog(harness.store(), [Kind.NODEPOOL])
     log.append({Kind.NODEPOOL: {"np-a": up(), "np-b": up()}}, T)
+    log.close()
     written = codec.decode_event_file(harness.get_raw("node-pools.json") or b"", "x")
     before = codec.decode_event_file(GO_WRITTEN, "go")
     for key in ("np-a", "np-b"):
@@ -185,44 +184,25 @@ def test_absent_history_reads_empty_and_creation_is_compare_and_swap(harness: Ha
     assert store.read(Kind.JOBSET).version == newer
 
 
-class _Racing:
-    """A store that lets another writer in just before its next write."""
-
-    def __init__(self, inner: EventStore, intrude: Callable[[], None]) -> None:
-        self.inner = inner
-        self.intrude: Callable[[], None] | None = intrude
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def write(self, kind: Kind, records: Mapping[str, EventRecord], version: str | None) -> str:
-        if self.intrude is not None:
-            intrude, self.intrude = self.intrude, None
-            intrude()
-        return self.inner.write(kind, records, version)
-
-
-def test_two_writers_racing_both_appends_survive(harness: Harness) -> None:
-    EventLog(harness.store(), [Kind.NODEPOOL]).append(
-        {Kind.NODEPOOL: {"x": down(), "y": down()}}, T
+def test_a_second_writer_stands_by_and_writes_nothing(harness: Harness) -> None:
+    """Two processes on one history (a second client of the same bucket): the second finds
+    the writer lease held, stands by, says so in a metric, and appends nothing."""
+    first = EventLog(harness.store(), [Kind.NODEPOOL], holder="first")
+    first.append({Kind.NODEPOOL: {"x": down(), "y": down()}}, T)
+    second = EventLog(
+        harness.second_store(), [Kind.NODEPOOL], holder="second", instruments=harness.instruments
     )
-    other = EventLog(harness.second_store(), [Kind.NODEPOOL])
-    racing = _Racing(
-        harness.store(),
-        lambda: other.append({Kind.NODEPOOL: {"x": down(), "y": up()}}, T + 2),
-    )
-    mine = EventLog(racing, [Kind.NODEPOOL], instruments=harness.instruments)
-    mine.append({Kind.NODEPOOL: {"x": up(), "y": up()}}, T + 1)
-
+    second.append({Kind.NODEPOOL: {"x": up(), "y": up()}}, T + 1)
+    assert second.standing_by
+    assert harness.registry.get_sample_value("megamon_history_writer_standing_by") == 1.0
+    first.append({Kind.NODEPOOL: {"x": down(), "y": up()}}, T + 2)
+    first.close()
     final = harness.store().read(Kind.NODEPOOL).records
-    assert final["y"].events[-1].up and final["y"].timestamps == (T, T + 2)  # the other's
-    assert final["x"].events[-1].up and final["x"].timestamps == (T, T + 1)  # ours, re-applied
-    assert (
-        harness.registry.get_sample_value(
-            "megamon_event_store_conflicts_total", {"kind": "nodepool"}
-        )
-        == 1.0
-    )
+    assert final["x"].timestamps == (T,)  # the second's view was never written
+    assert final["y"].timestamps == (T, T + 2)
+    second.append({Kind.NODEPOOL: {"x": up(), "y": up()}}, T + 3)  # released: it takes over
+    assert not second.standing_by
+    assert harness.registry.get_sample_value("megamon_history_writer_standing_by") == 0.0
 
 
 def test_a_corrupt_file_is_copied_aside_and_never_overwritten_first(harness: Harness) -> None:
@@ -240,7 +220,9 @@ def test_a_corrupt_file_is_copied_aside_and_never_overwritten_first(harness: Har
         == 1.0
     )
 
-    EventLog(store, [Kind.JOBSET]).append({Kind.JOBSET: {"js2": up()}}, T)
+    log = EventLog(store, [Kind.JOBSET])
+    log.append({Kind.JOBSET: {"js2": up()}}, T)
+    log.close()
     assert set(codec.decode_event_file(harness.get_raw("jobsets.json") or b"", "x")) == {"js2"}
     assert harness.get_raw(quarantined[0]) == b'{"js": {"upEvents": [{"up": 1}]}'
 
@@ -250,6 +232,7 @@ def test_a_retired_resource_is_archived_with_its_last_attrs(harness: Harness) ->
     log = EventLog(store, [Kind.NODEPOOL])
     log.append({Kind.NODEPOOL: {"a": up("a"), "b": up("b")}}, T)
     log.append({Kind.NODEPOOL: {"a": up("a")}}, T + 5)
+    log.close()
 
     assert set(store.read(Kind.NODEPOOL).records) == {"a"}
     assert store.archived_keys(Kind.NODEPOOL) == ["b"]

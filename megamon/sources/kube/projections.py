@@ -279,6 +279,7 @@ class SliceView:
     creation_failed: bool
     accelerator: str
     topology: str
+    uid: str = ""
 
 
 def slice_view(obj: Json) -> SliceView:
@@ -297,4 +298,5 @@ def slice_view(obj: Json) -> SliceView:
         creation_failed=failed is not None and failed.get("status") == labels.TRUE,
         accelerator=str(spec.get("type", "")),
         topology=str(spec.get("topology", "")),
+        uid=str(meta.get("uid") or ""),
     )

@@ -129,13 +129,15 @@ def test_kind_selects_kinds(events_dir: Path, capsys: pytest.CaptureFixture[str]
     assert len(both["resources"]) == 4
 
 
-def test_without_a_report_live_resources_are_unlabelled(
+def test_without_a_report_live_resources_are_named_from_the_log(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """No exporter configured (no reports/latest.json): the attributes the log recorded name
+    every live resource all the same."""
     fill(LocalEventStore(tmp_path))
     resources = by_name(run_json(capsys, "--events-dir", str(tmp_path)))
-    assert resources["np-a"]["attrs"] == {} and resources["np-a"]["accelerator"] == ""
-    assert resources["js-1"]["name"] == "js-1"  # the key, without the report's names
+    assert resources["np-a"]["accelerator"] == "tpu-v5p-slice"
+    assert "team/train" in resources  # the JobSet's name, not its UID
     assert resources["np-old"]["accelerator"] == "tpu-v6e-slice"  # archives keep their attrs
 
 
@@ -149,7 +151,7 @@ def test_an_unreadable_report_warns_and_goes_on(
     )
     assert status == 0
     assert f"report {latest} unreadable" in caplog.text
-    assert by_name(orjson.loads(out))["np-a"]["accelerator"] == ""
+    assert by_name(orjson.loads(out))["np-a"]["accelerator"] == "tpu-v5p-slice"  # from the log
 
 
 def test_the_table(events_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,6 +14,7 @@ from megamon.domain import labels
 from megamon.domain.kinds import Kind
 from megamon.domain.reports import Report
 from megamon.domain.summaries import ProvisioningState
+from megamon.recording.loading import load_kind
 from megamon.stores.memory import MemoryEventStore
 from test.observing.scenarios.world import Megamon, World
 
@@ -194,7 +195,7 @@ def test_workload_changes_are_recorded_when_they_happen_not_at_the_next_tick(
         world.jobset_status("train", ready=1)
         deadline = time.monotonic() + 5.0
         while time.monotonic() < deadline:
-            record = store.read(Kind.JOBSET).records.get(uid)
+            record = load_kind(store, Kind.JOBSET).history.records.get(uid)
             if record is not None and record.events[-1].up:
                 break
             time.sleep(0.05)

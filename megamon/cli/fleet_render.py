@@ -1,0 +1,272 @@
+"""Renderings of a ``FleetReport`` (``megamon report --clusters …`` or several
+``--events-dir``): a text table, one JSON object, or a self-contained HTML page.
+
+The same conventions as the one-history report (``megamon.cli.report_format``): durations for
+people in the table and the page, integer nanoseconds and RFC 3339 in JSON, percentages
+floored to two decimals for people and exact for programs. Every resource row names its
+cluster; the fleet rows (cluster ``*``) sum every cluster per kind, accelerator and topology.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from megamon.cli.report_format import (
+    AVAILABILITY_DEFINITION,
+    NONE_TEXT,
+    RETIRED,
+    Column,
+    duration_text,
+    percent_text,
+    text_table,
+)
+from megamon.domain import timestamps
+from megamon.domain.summaries import ProvisioningState
+from megamon.fleet.model import FleetAggregate, FleetReport, FleetResource
+
+NANOS_PER_HOUR = 3600 * timestamps.NANOS_PER_SECOND
+CHIP_DEFINITION = (
+    "chip-weighted: each resource's time times its TPU chips (resources without a chip "
+    "count are left out of CHIP-* columns)"
+)
+
+
+def _state(r: FleetResource) -> str:
+    return r.state.value if r.live else RETIRED
+
+
+def _provisioning(r: FleetResource) -> str:
+    if r.provisioning_state is ProvisioningState.NONE:
+        return NONE_TEXT
+    return f"{r.provisioning_state.value} {duration_text(r.provisioning_duration)}"
+
+
+def chip_hours(chip_ns: int) -> str:
+    return f"{chip_ns / NANOS_PER_HOUR:,.1f}"
+
+
+RESOURCE_COLUMNS: tuple[Column[FleetResource], ...] = (
+    Column("CLUSTER", lambda r: r.cluster),
+    Column("KIND", lambda r: r.kind.value),
+    Column("RESOURCE", lambda r: r.name),
+    Column("ACCELERATOR", lambda r: r.accelerator or NONE_TEXT),
+    Column("TOPOLOGY", lambda r: r.topology or NONE_TEXT),
+    Column("STATE", _state),
+    Column("AVAIL", lambda r: percent_text(r.availability), right=True),
+    Column("UP", lambda r: duration_text(r.times.up), right=True),
+    Column("DOWN", lambda r: duration_text(r.times.down), right=True),
+    Column("EXP-DOWN", lambda r: duration_text(r.times.expected_down), right=True),
+    Column("INTR", lambda r: str(r.incidents.interruptions), right=True),
+    Column("REC", lambda r: str(r.incidents.recoveries), right=True),
+    Column("MTTR", lambda r: duration_text(r.mttr), right=True),
+    Column("MTBI", lambda r: duration_text(r.mtbi), right=True),
+    Column("PROVISIONING", _provisioning),
+)
+
+
+def _count(state: ProvisioningState) -> Column[FleetAggregate]:
+    header = {
+        ProvisioningState.SUCCESS: "PROV-OK",
+        ProvisioningState.PROVISIONING: "PROV-RUNNING",
+        ProvisioningState.FAILED: "PROV-FAILED",
+    }[state]
+    return Column(header, lambda a: str(a.provisioning_states.get(state, 0)), right=True)
+
+
+AGGREGATE_COLUMNS: tuple[Column[FleetAggregate], ...] = (
+    Column("CLUSTER", lambda a: a.cluster),
+    Column("KIND", lambda a: a.kind.value),
+    Column("ACCELERATOR", lambda a: a.accelerator or NONE_TEXT),
+    Column("TOPOLOGY", lambda a: a.topology or NONE_TEXT),
+    Column("RESOURCES", lambda a: str(a.resources), right=True),
+    Column("AVAIL", lambda a: percent_text(a.availability), right=True),
+    Column("UP", lambda a: duration_text(a.times.up), right=True),
+    Column("DOWN", lambda a: duration_text(a.times.down), right=True),
+    Column("EXP-DOWN", lambda a: duration_text(a.times.expected_down), right=True),
+    Column("INTR", lambda a: str(a.incidents.interruptions), right=True),
+    Column("REC", lambda a: str(a.incidents.recoveries), right=True),
+    Column("MTTR", lambda a: duration_text(a.mttr), right=True),
+    Column("MTBI", lambda a: duration_text(a.mtbi), right=True),
+    _count(ProvisioningState.SUCCESS),
+    _count(ProvisioningState.PROVISIONING),
+    _count(ProvisioningState.FAILED),
+    Column("MEAN-PROV", lambda a: duration_text(a.mean_provisioning_duration), right=True),
+    Column("CHIPS", lambda a: str(a.chip_time.chips), right=True),
+    Column("CHIP-AVAIL", lambda a: percent_text(a.chip_time.availability), right=True),
+    Column("CHIP-H-DOWN", lambda a: chip_hours(a.chip_time.down), right=True),
+)
+
+
+def window_text(report: FleetReport) -> str:
+    since = "" if report.window.since is not None else " (all history)"
+    length = duration_text(report.window.now - report.start)
+    start, end = timestamps.format_ns(report.start), timestamps.format_ns(report.window.now)
+    clusters = f"{len(report.clusters)} cluster{'s' if len(report.clusters) != 1 else ''}"
+    return f"window {start} .. {end}, {length}{since}; {clusters}"
+
+
+def render_table(report: FleetReport) -> str:
+    lines = [
+        f"megamon fleet report: {window_text(report)}",
+        AVAILABILITY_DEFINITION,
+        CHIP_DEFINITION,
+        "",
+    ]
+    if not report.resources:
+        lines.append("no resources in the window")
+        return "\n".join(lines) + "\n"
+    lines += text_table(RESOURCE_COLUMNS, report.resources)
+    lines += ["", "By cluster, kind, accelerator and topology:"]
+    lines += text_table(AGGREGATE_COLUMNS, report.cluster_aggregates)
+    lines += ["", "Fleet (every cluster), by kind, accelerator and topology:"]
+    lines += text_table(AGGREGATE_COLUMNS, report.fleet_aggregates)
+    return "\n".join(lines) + "\n"
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+
+def _time(ns: int | None) -> str | None:
+    return None if ns is None else timestamps.format_ns(ns)
+
+
+def _figures(f: FleetResource | FleetAggregate) -> dict[str, Any]:
+    t = f.times
+    return {
+        "upTime": t.up,
+        "downTime": t.down,
+        "failedTime": t.failed,
+        "expectedDownTime": t.expected_down,
+        "provisioningTime": t.provisioning,
+        "availabilityPercent": t.availability,
+        "interruptionCount": f.incidents.interruptions,
+        "recoveryCount": f.incidents.recoveries,
+        "meanTimeToRecover": f.mttr,
+        "meanTimeBetweenInterruptions": f.mtbi,
+    }
+
+
+def resource_dict(r: FleetResource) -> dict[str, Any]:
+    return {
+        "cluster": r.cluster,
+        "kind": r.kind.value,
+        "key": r.key,
+        "name": r.name,
+        "live": r.live,
+        "retiredAt": _time(r.retired_at),
+        "accelerator": r.accelerator,
+        "topology": r.topology,
+        "chips": r.chips,
+        "state": r.state.value,
+        "start": _time(r.start),
+        "end": _time(r.end),
+        **_figures(r),
+        "provisioningDuration": r.provisioning_duration,
+        "provisioningState": r.provisioning_state.value,
+    }
+
+
+def aggregate_dict(a: FleetAggregate) -> dict[str, Any]:
+    return {
+        "cluster": a.cluster,
+        "kind": a.kind.value,
+        "accelerator": a.accelerator,
+        "topology": a.topology,
+        "resourceCount": a.resources,
+        **_figures(a),
+        "provisioningStates": {
+            state.value: a.provisioning_states.get(state, 0)
+            for state in (
+                ProvisioningState.SUCCESS,
+                ProvisioningState.PROVISIONING,
+                ProvisioningState.FAILED,
+            )
+        },
+        "meanProvisioningDuration": a.mean_provisioning_duration,
+        "chips": a.chip_time.chips,
+        "chipUpTime": a.chip_time.up,
+        "chipDownTime": a.chip_time.down,
+        "chipFailedTime": a.chip_time.failed,
+        "chipAvailabilityPercent": a.chip_time.availability,
+    }
+
+
+def report_dict(report: FleetReport) -> dict[str, Any]:
+    """The window, the clusters, ``resources``, ``aggregates`` (per cluster), ``fleet``."""
+    return {
+        "window": {
+            "since": _time(report.window.since),
+            "start": _time(report.start),
+            "now": _time(report.window.now),
+        },
+        "availabilityDefinition": AVAILABILITY_DEFINITION,
+        "chipDefinition": CHIP_DEFINITION,
+        "clusters": list(report.clusters),
+        "resources": [resource_dict(r) for r in report.resources],
+        "aggregates": [aggregate_dict(a) for a in report.cluster_aggregates],
+        "fleet": [aggregate_dict(a) for a in report.fleet_aggregates],
+    }
+
+
+def render_json(report: FleetReport) -> bytes:
+    return orjson.dumps(report_dict(report), option=orjson.OPT_INDENT_2) + b"\n"
+
+
+# --- HTML ------------------------------------------------------------------------------------
+
+_STYLE = """
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#212529}
+table{border-collapse:collapse;margin:8px 0 24px}
+th,td{padding:3px 8px;border-bottom:1px solid #dee2e6;white-space:nowrap}
+th{background:#f1f3f5;text-align:left}td.r{text-align:right}
+tr.fleet td{font-weight:600;background:#f8f9fa}
+"""
+
+
+def _html_table(columns: Sequence[Column[Any]], rows: Sequence[Any], css: str = "") -> str:
+    head = "".join(f"<th>{html.escape(c.header)}</th>" for c in columns)
+    body = []
+    for row in rows:
+        cells = "".join(
+            f"<td{' class=r' if c.right else ''}>{html.escape(c.cell(row))}</td>" for c in columns
+        )
+        body.append(f"<tr{f' class={css}' if css else ''}>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def render_html(report: FleetReport) -> str:
+    """One page, no script and no URL: the fleet rows, the per-cluster rows, the resources."""
+    parts = [
+        "<!doctype html><html><head><meta charset=utf-8>",
+        "<title>megamon fleet report</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        "<h1>megamon fleet report</h1>",
+        f"<p>{html.escape(window_text(report))}</p>",
+        f"<p>{html.escape(AVAILABILITY_DEFINITION)}; {html.escape(CHIP_DEFINITION)}</p>",
+        f"<p>Clusters: {html.escape(', '.join(report.clusters))}</p>",
+    ]
+    if not report.resources:
+        parts.append("<p>No resources in the window.</p>")
+    else:
+        parts += [
+            "<h2>Fleet, by kind, accelerator and topology</h2>",
+            _html_table(AGGREGATE_COLUMNS, report.fleet_aggregates, "fleet"),
+            "<h2>By cluster</h2>",
+            _html_table(AGGREGATE_COLUMNS, report.cluster_aggregates),
+            "<h2>Resources</h2>",
+            _html_table(RESOURCE_COLUMNS, report.resources),
+        ]
+    parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+def render(report: FleetReport, fmt: str) -> bytes:
+    if fmt == "json":
+        return render_json(report)
+    if fmt == "html":
+        return render_html(report).encode()
+    return render_table(report).encode()

@@ -1,0 +1,224 @@
+"""The append-only log's formats: segments (NDJSON), snapshot marks and the writer lease.
+
+A segment is newline-delimited JSON, one line per entry, every line with the same columns so
+that DuckDB (``read_json(..., hive_partitioning=true)``) and BigQuery external tables read a
+bucket as it is (docs/history.md)::
+
+    {"type":"event","cluster":"c","kind":"nodepool","key":"np-a","ts":"2026-05-04T18:23:24Z",
+     "tsNs":1777919004000000000,"state":"down","up":false,"ed":false,"f":false,
+     "attrs":{...},"since":null}
+
+- ``type`` ``event``: one up/down event (``state`` is ``up``, ``down``, ``expected-down`` or
+  ``failed``; ``up``/``ed``/``f`` are the Go megamon's flags). ``attrs`` are the key's
+  attributes when the event was recorded.
+- ``attrs``: the key's attributes changed (no event); ``retired``: the key is no longer
+  observed (it leaves the live set, its history is in ``archive/``).
+- ``observed``: a heartbeat, key ``""``: the writer has been observing without a break from
+  ``since`` (nanoseconds) until ``tsNs``.
+
+A line that cannot be read makes the whole segment corrupt (``EventFileError`` naming the
+line); the caller keeps the lines before it, which are whole events (an event's identity is
+its key, timestamp and state, so keeping them twice changes nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from megamon.domain import timestamps
+from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP
+from megamon.errors import EventFileError
+
+TYPE_EVENT = "event"
+TYPE_ATTRS = "attrs"
+TYPE_RETIRED = "retired"
+TYPE_OBSERVED = "observed"
+LINE_TYPES = frozenset((TYPE_EVENT, TYPE_ATTRS, TYPE_RETIRED, TYPE_OBSERVED))
+
+STATE_UP = "up"
+STATE_DOWN = "down"
+STATE_EXPECTED_DOWN = "expected-down"
+STATE_FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    """One entry of a segment; ``flags`` only for events, ``since`` only for heartbeats."""
+
+    type: str
+    key: str
+    ts: int
+    flags: int = 0
+    attrs: Mapping[str, object] | None = None
+    since: int | None = None
+
+
+def state_name(flags: int) -> str:
+    """The readable state of an event's flags, for engines that query the log."""
+    if flags & FLAG_UP:
+        return STATE_UP
+    if flags & FLAG_EXPECTED_DOWN:
+        return STATE_EXPECTED_DOWN
+    if flags & FLAG_FAILED:
+        return STATE_FAILED
+    return STATE_DOWN
+
+
+def _line_dict(cluster: str, kind: str, line: LogLine) -> dict[str, Any]:
+    is_event = line.type == TYPE_EVENT
+    return {
+        "type": line.type,
+        "cluster": cluster,
+        "kind": kind,
+        "key": line.key,
+        "ts": timestamps.format_ns(line.ts),
+        "tsNs": line.ts,
+        "state": state_name(line.flags) if is_event else None,
+        "up": bool(line.flags & FLAG_UP) if is_event else None,
+        "ed": bool(line.flags & FLAG_EXPECTED_DOWN) if is_event else None,
+        "f": bool(line.flags & FLAG_FAILED) if is_event else None,
+        "attrs": dict(line.attrs) if line.attrs is not None else None,
+        "since": line.since,
+    }
+
+
+def encode_segment(cluster: str, kind: str, lines: Iterable[LogLine]) -> bytes:
+    """The NDJSON of ``lines``, each ending with a newline."""
+    return b"".join(orjson.dumps(_line_dict(cluster, kind, line)) + b"\n" for line in lines)
+
+
+def _decode_line(raw: Any) -> LogLine:
+    if type(raw) is not dict:
+        raise ValueError("a line must be a JSON object")
+    kind, key, ts = raw.get("type"), raw.get("key"), raw.get("tsNs")
+    if kind not in LINE_TYPES:
+        raise ValueError(f"unknown type {kind!r}")
+    if type(key) is not str or type(ts) is not int:
+        raise ValueError("'key' must be a string and 'tsNs' an integer")
+    flags = 0
+    if kind == TYPE_EVENT:
+        up, ed, failed = raw.get("up"), raw.get("ed"), raw.get("f")
+        if type(up) is not bool or type(ed) is not bool or type(failed) is not bool:
+            raise ValueError("an event needs boolean 'up', 'ed' and 'f'")
+        flags = (FLAG_UP if up else 0) | (FLAG_EXPECTED_DOWN if ed else 0)
+        flags |= FLAG_FAILED if failed else 0
+    attrs = raw.get("attrs")
+    if attrs is not None and type(attrs) is not dict:
+        raise ValueError("'attrs' must be an object or null")
+    since = raw.get("since")
+    if since is not None and type(since) is not int:
+        raise ValueError("'since' must be an integer or null")
+    if kind == TYPE_OBSERVED and since is None:
+        raise ValueError("a heartbeat needs 'since'")
+    return LogLine(kind, key, ts, flags, attrs, since)
+
+
+def decode_segment(data: bytes, source: str) -> list[LogLine]:
+    """The lines of a segment; ``EventFileError`` (with the lines read so far in
+    ``partial``) if one cannot be read, or if the last line is cut short."""
+    lines: list[LogLine] = []
+    chunks = data.split(b"\n")
+    cut = chunks.pop()  # b"" when the segment ends with its newline, as written
+    for number, chunk in enumerate(chunks, 1):
+        try:
+            lines.append(_decode_line(orjson.loads(chunk)))
+        except (orjson.JSONDecodeError, ValueError) as err:
+            raise SegmentError(source, f"line {number}: {err}", lines) from None
+    if cut:
+        raise SegmentError(source, f"line {len(chunks) + 1} is cut short", lines)
+    return lines
+
+
+class SegmentError(EventFileError):
+    """A segment that cannot be read whole; ``partial`` holds the whole lines before."""
+
+    def __init__(self, source: str, reason: str, partial: list[LogLine]) -> None:
+        super().__init__(source, reason)
+        self.partial = partial
+
+
+# --- snapshot marks -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SnapshotMark:
+    """What a snapshot (the Go-format event file) covers, kept where the Go megamon does not
+    look: the event file's generation it was written as, the last segment folded into it, the
+    attributes of its keys and the spans megamon was observing."""
+
+    generation: int
+    covers: str
+    attrs: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    observed: tuple[tuple[int, int], ...] = ()
+
+
+def encode_mark(mark: SnapshotMark) -> bytes:
+    return orjson.dumps(
+        {
+            "generation": mark.generation,
+            "covers": mark.covers,
+            "attrs": {k: dict(v) for k, v in sorted(mark.attrs.items())},
+            "observed": [list(span) for span in mark.observed],
+        }
+    )
+
+
+def decode_mark(data: bytes, source: str) -> SnapshotMark:
+    try:
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError as err:
+        raise EventFileError(source, f"invalid JSON: {err}") from None
+    if type(raw) is not dict:
+        raise EventFileError(source, "a snapshot mark must be a JSON object")
+    generation, covers = raw.get("generation"), raw.get("covers")
+    attrs, observed = raw.get("attrs") or {}, raw.get("observed") or []
+    if type(generation) is not int or type(covers) is not str:
+        raise EventFileError(source, "needs integer 'generation' and string 'covers'")
+    if type(attrs) is not dict or not all(type(v) is dict for v in attrs.values()):
+        raise EventFileError(source, "'attrs' must map keys to objects")
+    spans = []
+    for span in observed if type(observed) is list else [None]:
+        if type(span) is not list or len(span) != 2 or not all(type(t) is int for t in span):
+            raise EventFileError(source, "'observed' must be a list of [since, until] pairs")
+        spans.append((span[0], span[1]))
+    return SnapshotMark(generation, covers, attrs, tuple(spans))
+
+
+# --- the writer lease ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    """Who may append to a history, until when (the holder's clock, nanoseconds)."""
+
+    holder: str
+    expires: int
+    acquired: int
+
+
+def encode_lease(lease: LeaseRecord) -> bytes:
+    return orjson.dumps(
+        {
+            "holder": lease.holder,
+            "expires": timestamps.format_ns(lease.expires),
+            "expiresNs": lease.expires,
+            "acquiredNs": lease.acquired,
+        }
+    )
+
+
+def decode_lease(data: bytes, source: str) -> LeaseRecord:
+    try:
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError as err:
+        raise EventFileError(source, f"invalid JSON: {err}") from None
+    if type(raw) is not dict:
+        raise EventFileError(source, "a lease must be a JSON object")
+    holder, expires, acquired = raw.get("holder"), raw.get("expiresNs"), raw.get("acquiredNs")
+    if type(holder) is not str or type(expires) is not int or type(acquired) is not int:
+        raise EventFileError(source, "needs string 'holder', integer 'expiresNs', 'acquiredNs'")
+    return LeaseRecord(holder, expires, acquired)

@@ -1,0 +1,253 @@
+"""The fleet report on DuckDB: histories in, ``FleetReport`` out.
+
+Each history is a local directory (a cluster's ``<bucket>/<path>``, or its cached copy): the
+snapshot files and archive entries are decoded by the codec, the log's segments are read by
+DuckDB (``megamon.fleet.canonical``), and the figures are computed by ``FIGURES_SQL``; the
+aggregates are sums in SQL, the ratios are recomputed here from the sums.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from megamon.codec import report as report_codec
+from megamon.domain.kinds import Kind
+from megamon.domain.summaries import ProvisioningState
+from megamon.errors import ConfigError
+from megamon.fleet.canonical import CsvRelations, create_relations, define_relations
+from megamon.fleet.figures_sql import FIGURES_SQL
+from megamon.fleet.model import FLEET, ChipTime, FleetAggregate, FleetReport, FleetResource
+from megamon.stores.local import LocalEventStore
+from megamon.summary.availability import BandState, Incidents, TimeSplit, Window
+
+log = logging.getLogger(__name__)
+
+_KIND_ORDER = {kind: index for index, kind in enumerate(Kind)}
+_LIVE_LAST = 1 << 62
+LATEST_REPORT = Path("reports") / "latest.json"
+MEMORY_LIMIT = "1500MB"
+"""DuckDB spills to its temporary directory past this, so a fleet report stays under 2 GB."""
+
+Step = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """One cluster's history: its name in the report and the directory it is read from."""
+
+    cluster: str
+    root: Path
+
+
+def connect(workdir: Path, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    """An in-memory database that spills to ``workdir``."""
+    con = duckdb.connect(":memory:")
+    con.execute(f"SET temp_directory = '{workdir / 'spill'}'")
+    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+    con.execute("SET preserve_insertion_order = false")
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    return con
+
+
+def _labels(root: Path) -> dict[Kind, dict[str, dict[str, object]]]:
+    """``reports/latest.json``'s attributes; empty (with a note) when missing or unreadable,
+    as in ``megamon report``: labels only decorate the figures."""
+    path = root / LATEST_REPORT
+    try:
+        return report_codec.parse_labels(path.read_bytes())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, TypeError) as err:
+        log.warning("report %s unreadable (%s): live resources are unlabelled", path, err)
+        return {}
+
+
+def stage_history(rows: CsvRelations, history: History, kinds: Sequence[Kind]) -> None:
+    """The snapshot files, archive entries and labels of one history, as canonical rows."""
+    store = LocalEventStore(history.root)
+    labels = _labels(history.root)
+    cluster = history.cluster
+    for kind in kinds:
+        for key, record in store.read(kind).records.items():
+            rows.live(cluster, kind, key, record)
+        for key in store.archived_keys(kind):
+            for entry in store.read_archive(kind, key):
+                rows.archived(
+                    cluster,
+                    kind,
+                    entry.key,
+                    entry.record,
+                    attrs=entry.attrs,
+                    retired_at=entry.retired_at,
+                )
+        for key, attrs in labels.get(kind, {}).items():
+            rows.label(cluster, kind, key, attrs)
+
+
+def load(
+    con: duckdb.DuckDBPyConnection,
+    histories: Sequence[History],
+    kinds: Sequence[Kind],
+    workdir: Path,
+    step: Step | None = None,
+) -> None:
+    """Every history's rows in the canonical relations, restricted to ``kinds``."""
+    create_relations(con)
+    rows = CsvRelations(workdir / "staged")
+    for history in histories:
+        if step is not None:
+            step(history.cluster)
+        stage_history(rows, history, kinds)
+    rows.load(con)
+    wanted = [k.value for k in kinds]
+    define_relations(con, [(h.cluster, h.root) for h in histories], wanted)
+    con.execute("DELETE FROM labels WHERE kind <> ALL (?)", [wanted])
+
+
+def _parameters(window: Window) -> dict[str, Any]:
+    return {"now": window.now, "since": window.since}
+
+
+def figures(con: duckdb.DuckDBPyConnection, window: Window) -> None:
+    """The per-lifetime figures in the table ``figures``."""
+    sql = FIGURES_SQL.replace("$since", "CAST($since AS BIGINT)")
+    con.execute("CREATE OR REPLACE TABLE figures AS " + sql, _parameters(window))
+
+
+_AGGREGATE_SQL = """
+SELECT {group}, count(*),
+       sum(up_time), sum(down_time), sum(failed_time), sum(expected_down_time),
+       sum(provisioning_time), sum(interruptions), sum(recoveries), sum(recovered_down_time),
+       count(*) FILTER (WHERE provisioning_state = 'success'),
+       count(*) FILTER (WHERE provisioning_state = 'provisioning'),
+       count(*) FILTER (WHERE provisioning_state = 'failed'),
+       count(*) FILTER (WHERE provisioning_state = ''),
+       coalesce(sum(provisioning_duration) FILTER (WHERE provisioning_state = 'success'), 0),
+       coalesce(sum(chips), 0),
+       coalesce(sum(CAST(chips AS HUGEINT) * up_time), 0),
+       coalesce(sum(CAST(chips AS HUGEINT) * down_time), 0),
+       coalesce(sum(CAST(chips AS HUGEINT) * failed_time), 0)
+FROM figures GROUP BY ALL
+"""
+_RESOURCE_SQL = """
+SELECT cluster, kind, key, name, accelerator, topology, chips, retired_at, span_start,
+       span_end, end_state, up_time, down_time, failed_time, expected_down_time,
+       provisioning_time, interruptions, recoveries, recovered_down_time,
+       provisioning_state, provisioning_duration
+FROM figures
+"""
+_STATES = (
+    ProvisioningState.SUCCESS,
+    ProvisioningState.PROVISIONING,
+    ProvisioningState.FAILED,
+    ProvisioningState.NONE,
+)
+
+
+def _resource(row: tuple[Any, ...]) -> FleetResource:
+    return FleetResource(
+        cluster=row[0],
+        kind=Kind(row[1]),
+        key=row[2],
+        name=row[3],
+        accelerator=row[4],
+        topology=row[5],
+        chips=row[6],
+        retired_at=row[7],
+        start=row[8],
+        end=row[9],
+        state=BandState(row[10]),
+        times=TimeSplit(*(int(v) for v in row[11:16])),
+        incidents=Incidents(*(int(v) for v in row[16:19])),
+        provisioning_state=ProvisioningState(row[19]),
+        provisioning_duration=int(row[20]),
+    )
+
+
+def _aggregate(cluster: str, row: tuple[Any, ...]) -> FleetAggregate:
+    kind, accelerator, topology, count = row[0], row[1], row[2], row[3]
+    states = {state: int(n) for state, n in zip(_STATES, row[12:16], strict=True) if n}
+    return FleetAggregate(
+        cluster=cluster,
+        kind=Kind(kind),
+        accelerator=accelerator,
+        topology=topology,
+        resources=int(count),
+        times=TimeSplit(*(int(v) for v in row[4:9])),
+        incidents=Incidents(*(int(v) for v in row[9:12])),
+        provisioning_states=states,
+        provisioned_duration=int(row[16]),
+        chip_time=ChipTime(*(int(v) for v in row[17:21])),
+    )
+
+
+def _resource_order(r: FleetResource) -> tuple[str, int, str, str, int]:
+    retired = r.retired_at if r.retired_at is not None else _LIVE_LAST
+    return (r.cluster, _KIND_ORDER[r.kind], r.name, r.key, retired)
+
+
+def _shape_order(a: FleetAggregate) -> tuple[str, int, str, str]:
+    return (a.cluster, _KIND_ORDER[a.kind], a.accelerator, a.topology)
+
+
+def collect(con: duckdb.DuckDBPyConnection, window: Window, clusters: Sequence[str]) -> FleetReport:
+    """The report from the ``figures`` table."""
+    resources = sorted(
+        (_resource(r) for r in con.execute(_RESOURCE_SQL).fetchall()), key=_resource_order
+    )
+    per_cluster = [
+        _aggregate(row[0], row[1:])
+        for row in con.execute(
+            _AGGREGATE_SQL.format(group="cluster, kind, accelerator, topology")
+        ).fetchall()
+    ]
+    fleet = [
+        _aggregate(FLEET, row)
+        for row in con.execute(
+            _AGGREGATE_SQL.format(group="kind, accelerator, topology")
+        ).fetchall()
+    ]
+    if window.since is not None:
+        start = window.since
+    else:
+        start = min((r.start for r in resources), default=window.now)
+    return FleetReport(
+        window=window,
+        start=start,
+        clusters=tuple(clusters),
+        resources=tuple(resources),
+        cluster_aggregates=tuple(sorted(per_cluster, key=_shape_order)),
+        fleet_aggregates=tuple(sorted(fleet, key=_shape_order)),
+    )
+
+
+def fleet_report(
+    histories: Sequence[History],
+    kinds: Iterable[Kind],
+    window: Window,
+    *,
+    workdir: Path | None = None,
+    step: Step | None = None,
+    threads: int | None = None,
+) -> FleetReport:
+    """The fleet report over ``histories`` (their clusters' names must differ)."""
+    names = [h.cluster for h in histories]
+    if len(set(names)) != len(names):
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        raise ConfigError(f"two histories are named {', '.join(duplicated)}: rename one")
+    with tempfile.TemporaryDirectory(prefix="megamon-fleet-", dir=workdir) as scratch:
+        con = connect(Path(scratch), threads)
+        try:
+            load(con, histories, list(kinds), Path(scratch), step)
+            figures(con, window)
+            return collect(con, window, names)
+        finally:
+            con.close()

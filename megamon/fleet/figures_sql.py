@@ -1,0 +1,217 @@
+"""The report's figures in DuckDB SQL: window functions over each lifetime's events.
+
+This restates ``megamon.summary.availability`` over the canonical relations
+(``megamon.fleet.canonical``) and gives the same numbers to the nanosecond
+(``test/fleet/test_equivalence.py`` checks it on random histories). It is the fast form of
+``deploy/bigquery/views/figures.sql`` (the same steps, one CTE each, in BigQuery SQL; its
+test compares the two): every window here shares one partition (the lifetime, an integer
+pair) and one order (the event's position), so the events are sorted four times, where the
+step-per-CTE form sorts them about ten times.
+
+1. **keyed / placed**: each key gets an integer id; each row its *lifetime*: an archive
+   entry's rows carry their own retirement, any other row belongs to the first retirement of
+   its key at or after it (an ``ASOF`` join), or to the live lifetime (``LIVE``).
+2. **kept**: per lifetime, the rows of its *base* source (archive, else snapshot, else log)
+   are kept as they are (a Go file may step back in time); another source's rows are folded in
+   only when the base lacks that event's identity (timestamp, flags), once. Lifetimes with one
+   source skip this.
+3. **kept / level1**: base rows keep their file order; the others go in timestamp order
+   after equal timestamps (the log's fold); ``o`` numbers them.
+4. **level1..level4** (one sort each): running maximum of the timestamps (``mts``: skewed
+   clocks never step back), rows after ``now`` left out (``mts > now``), periods of one up
+   bit, each row's band state and its band clipped to the span. A band that starts before
+   the first up is provisioning: after the first up that can only be a failed band merged,
+   across a zero-length up band, with the failed provisioning before it (``_split`` on
+   merged bands).
+5. **per lifetime**: the time split, incidents and provisioning, as ``summarize`` decides it.
+"""
+
+from __future__ import annotations
+
+LIVE = 9223372036854775807
+"""The ``life_end`` of a live lifetime (the largest BIGINT: after every retirement)."""
+
+L = "kid, life_end"
+W = f"PARTITION BY {L} ORDER BY o"
+WHOLE = f"({W} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
+RUNNING = f"({W} ROWS UNBOUNDED PRECEDING)"
+BEFORE = f"({W} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+K = f"PARTITION BY {L} ORDER BY k1, k2, k3, flags"
+"""The events' order: base rows in file order, others by timestamp (``o`` numbers it)."""
+
+FIGURES_SQL = f"""
+WITH
+keys AS (
+  SELECT cluster, kind, key, row_number() OVER () AS kid
+  FROM (SELECT DISTINCT cluster, kind, key FROM entries)
+),
+retired AS (
+  SELECT DISTINCT k.kid, r.retired_at
+  FROM retirements r JOIN keys k USING (cluster, kind, key)
+),
+keyed AS (
+  SELECT k.kid, e.src, e.retired_at, e.seq, e.ts, e.flags, e.has_attrs, e.name,
+         e.accelerator, e.topology, e.chips
+  FROM entries e JOIN keys k USING (cluster, kind, key)
+),
+placed AS (
+  SELECT e.* EXCLUDE (retired_at),
+         coalesce(e.retired_at, r.retired_at, {LIVE}) AS life_end
+  FROM keyed e ASOF LEFT JOIN retired r ON e.kid = r.kid AND r.retired_at >= e.ts
+),
+lives AS (
+  SELECT {L},
+         arg_max_null(name, priority) AS name,
+         arg_max_null(accelerator, priority) AS accelerator,
+         arg_max_null(topology, priority) AS topology,
+         arg_max_null(chips, priority) AS chips
+  FROM (
+    -- An archive entry's attributes win; else the latest in the log.
+    SELECT *, CASE WHEN src = 0 THEN {LIVE} ELSE ts END AS priority
+    FROM placed WHERE has_attrs
+  )
+  GROUP BY ALL
+),
+sources AS (
+  SELECT {L}, min(src) AS base_src, max(src) AS top_src
+  FROM placed WHERE flags IS NOT NULL GROUP BY ALL
+),
+events AS (
+  SELECT p.kid, p.life_end, p.src, p.seq, p.ts, p.flags, s.base_src, s.top_src
+  FROM placed p JOIN sources s USING ({L})
+  WHERE p.flags IS NOT NULL
+),
+single AS (
+  SELECT {L}, src, seq, ts, flags,
+         CASE WHEN src < 2 THEN 0 ELSE ts END AS k1, 0 AS k2,
+         CASE WHEN src < 2 THEN seq ELSE 0 END AS k3
+  FROM events WHERE base_src = top_src
+),
+mixed AS (
+  SELECT {L}, src, seq, ts, flags,
+         min(src) OVER (PARTITION BY {L}, ts, flags) AS identity_src,
+         row_number() OVER (PARTITION BY {L}, ts, flags ORDER BY src, seq) AS identity_n,
+         base_src,
+         CASE WHEN src = base_src AND src < 2
+              THEN max(ts) OVER (PARTITION BY {L}, src ORDER BY seq ROWS UNBOUNDED PRECEDING)
+              ELSE ts END AS okey
+  FROM events WHERE base_src <> top_src
+),
+kept AS (
+  SELECT {L}, ts, flags, k1, k2, k3 FROM single
+  UNION ALL
+  SELECT {L}, ts, flags, okey, src, seq FROM mixed
+  WHERE src = base_src OR (identity_src > base_src AND identity_n = 1)
+),
+level1 AS (
+  SELECT {L}, ts AS raw_ts, flags, flags & 1 AS up,
+         row_number() OVER ({K}) AS o,
+         max(ts) OVER ({K} ROWS UNBOUNDED PRECEDING) AS mts,
+         lag(flags) OVER ({K}) AS prev_flags,
+         lead(ts) OVER ({K}) AS next_raw
+  FROM kept
+),
+level2 AS (
+  SELECT *,
+         sum(CASE WHEN prev_flags IS NULL OR up <> prev_flags & 1 THEN 1 ELSE 0 END)
+           OVER {RUNNING} AS period,
+         max(CASE WHEN prev_flags IS NULL OR up <> prev_flags & 1 THEN o * 8 + flags END)
+           OVER {RUNNING} % 8 AS head_flags,
+         max(CASE WHEN prev_flags IS NULL OR up <> prev_flags & 1 THEN o * 8 + flags END)
+           OVER {BEFORE} % 8 AS prev_head_flags,
+         max(CASE WHEN prev_flags IS NULL OR up <> prev_flags & 1 THEN mts END)
+           OVER {BEFORE} AS prev_head_mts,
+         min(mts) OVER {WHOLE} AS first_ts,
+         min(CASE WHEN up = 1 AND mts <= $now THEN o END) OVER {WHOLE} AS first_up_o,
+         min(CASE WHEN up = 1 AND mts <= $now THEN mts END) OVER {WHOLE} AS first_up_mts,
+         max(CASE WHEN mts <= $now THEN o END) OVER {WHOLE} AS last_o,
+         greatest(mts, next_raw) AS next_mts
+  FROM level1
+),
+level3 AS (
+  SELECT *,
+         CASE WHEN up = 1 THEN 'up'
+              WHEN first_up_o IS NULL OR o < first_up_o
+                THEN CASE WHEN flags & 4 = 4 THEN 'failed' ELSE 'provisioning' END
+              WHEN head_flags & 2 = 2 THEN 'expected-down'
+              WHEN flags & 4 = 4 THEN 'failed'
+              ELSE 'down' END AS state,
+         greatest(mts, span_start) AS piece_begin,
+         least(CASE WHEN o = last_o THEN span_end ELSE next_mts END, span_end) AS piece_stop
+  FROM (
+    SELECT *,
+           greatest(CASE WHEN life_end = {LIVE} THEN $now ELSE least(life_end, $now) END,
+                    first_ts) AS span_end,
+           CASE WHEN $since IS NULL THEN first_ts ELSE greatest(first_ts, $since) END
+             AS span_start,
+           coalesce(first_up_mts, greatest(
+             CASE WHEN life_end = {LIVE} THEN $now ELSE least(life_end, $now) END,
+             first_ts)) AS first_up_at
+    FROM level2 WHERE mts <= $now
+  )
+  WHERE $since IS NULL OR span_end > $since
+),
+level4 AS (
+  SELECT *,
+         piece_stop > piece_begin AS nonempty,
+         arg_max(state, CASE WHEN piece_stop > piece_begin
+                                  AND (first_up_o IS NULL OR o < first_up_o) THEN o END)
+           OVER {WHOLE} AS last_provisioning_state,
+         min(CASE WHEN piece_stop > piece_begin AND o >= first_up_o AND state <> 'failed'
+                  THEN o END) OVER {WHOLE} AS first_settled_o
+  FROM level3
+)
+SELECT k.cluster, k.kind, k.key, nullif(f.life_end, {LIVE}) AS retired_at,
+       coalesce(CASE WHEN l.kid IS NOT NULL THEN l.name ELSE lb.name END, k.key) AS name,
+       coalesce(CASE WHEN l.kid IS NOT NULL THEN l.accelerator ELSE lb.accelerator END, '')
+         AS accelerator,
+       coalesce(CASE WHEN l.kid IS NOT NULL THEN l.topology ELSE lb.topology END, '')
+         AS topology,
+       CASE WHEN l.kid IS NOT NULL THEN l.chips ELSE lb.chips END AS chips,
+       f.* EXCLUDE (kid, life_end)
+FROM (
+  SELECT {L},
+         min(span_start) AS span_start, min(span_end) AS span_end,
+         arg_max(state, o) AS end_state,
+         coalesce(sum(piece_stop - piece_begin) FILTER (WHERE nonempty AND class = 'up'), 0)
+           AS up_time,
+         coalesce(sum(piece_stop - piece_begin) FILTER (
+           WHERE nonempty AND class IN ('down', 'failed')), 0) AS down_time,
+         coalesce(sum(piece_stop - piece_begin) FILTER (WHERE nonempty AND class = 'failed'), 0)
+           AS failed_time,
+         coalesce(sum(piece_stop - piece_begin) FILTER (
+           WHERE nonempty AND class = 'expected-down'), 0) AS expected_down_time,
+         coalesce(sum(piece_stop - piece_begin) FILTER (
+           WHERE nonempty AND class = 'provisioning'), 0) AS provisioning_time,
+         count(*) FILTER (WHERE o > 1 AND up <> prev_flags & 1 AND up = 0 AND flags & 2 = 0
+                          AND ($since IS NULL OR mts > $since)) AS interruptions,
+         count(*) FILTER (WHERE recovery) AS recoveries,
+         coalesce(sum(mts - prev_head_mts) FILTER (WHERE recovery), 0) AS recovered_down_time,
+         CASE WHEN arg_min(flags, o) & 1 = 1 THEN ''
+              WHEN max(period) = 1 AND arg_max(flags, o) & 4 = 4 THEN 'failed'
+              WHEN max(period) = 1 THEN 'provisioning'
+              ELSE 'success' END AS provisioning_state,
+         CASE WHEN arg_min(flags, o) & 1 = 1 THEN 0
+              WHEN max(period) = 1 AND arg_max(flags, o) & 4 = 4
+                THEN greatest(0, arg_max(raw_ts, o) - arg_min(raw_ts, o))
+              WHEN max(period) = 1 THEN greatest(0, min(span_end) - arg_min(raw_ts, o))
+              ELSE greatest(0, min(raw_ts) FILTER (WHERE period = 2 AND o > 1
+                                                     AND up <> prev_flags & 1)
+                               - arg_min(raw_ts, o)) END AS provisioning_duration
+  FROM (
+    SELECT *,
+           CASE WHEN o < first_up_o OR first_up_o IS NULL THEN 'provisioning'
+                WHEN state = 'failed' AND last_provisioning_state = 'failed'
+                     AND o < coalesce(first_settled_o, last_o + 1) THEN 'provisioning'
+                ELSE state END AS class,
+           o > 1 AND up <> prev_flags & 1 AND up = 1 AND period >= 3
+             AND prev_head_flags & 2 = 0 AND ($since IS NULL OR mts > $since) AS recovery
+    FROM level4
+  )
+  GROUP BY ALL
+) f
+JOIN keys k USING (kid)
+LEFT JOIN lives l USING ({L})
+LEFT JOIN labels lb
+  ON f.life_end = {LIVE} AND lb.cluster = k.cluster AND lb.kind = k.kind AND lb.key = k.key
+"""

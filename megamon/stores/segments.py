@@ -1,0 +1,186 @@
+"""``SegmentLog``: the append-only log of one history, as immutable objects (docs/history.md).
+
+Layout under the history's path::
+
+    log/kind=<kind>/date=YYYY-MM-DD/<sequence, 16 digits>.ndjson   segments (create-only)
+    log/snapshots/<event file>                                     snapshot marks
+    log/quarantine/kind=<kind>/date=…/<sequence>.ndjson.corrupt    unreadable segments, copied
+    log/writer-lease.json                                          the writer lease
+
+Segment names sort in append order: the sequence only grows, and the writer never stamps a
+date before its previous segment's (so a clock stepping back cannot reorder names). A segment
+is created with a "does not exist" precondition; when that fails, the object is read back: the
+same bytes mean our own retried upload landed (nothing to do), other bytes mean another writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+
+from megamon.codec.log import LogLine, SegmentError, decode_segment
+from megamon.domain import timestamps
+from megamon.domain.kinds import Kind, event_file
+from megamon.errors import Conflict, StoreError
+from megamon.stores.base import Moved, ObjectBackend
+from megamon.telemetry import Instruments
+
+log = logging.getLogger(__name__)
+
+LOG_DIR = "log"
+SNAPSHOTS_DIR = "snapshots"
+QUARANTINE_DIR = "quarantine"
+LEASE_NAME = "writer-lease.json"
+SEGMENT_SUFFIX = ".ndjson"
+_SEQUENCE_DIGITS = 16
+_READ_ATTEMPTS = 3
+
+
+@dataclass(frozen=True, order=True)
+class SegmentName:
+    """Where one segment lives; ordered by sequence, the append order."""
+
+    sequence: int
+    date: str
+
+    def relative(self, kind: Kind) -> str:
+        return (
+            f"kind={kind.value}/date={self.date}/{self.sequence:0{_SEQUENCE_DIGITS}d}"
+            + SEGMENT_SUFFIX
+        )
+
+    @classmethod
+    def parse(cls, relative: str) -> SegmentName | None:
+        """The name of ``kind=…/date=…/<seq>.ndjson``; ``None`` for anything else."""
+        parts = relative.split("/")
+        if (
+            len(parts) != 3
+            or not parts[1].startswith("date=")
+            or not parts[2].endswith(SEGMENT_SUFFIX)
+        ):
+            return None
+        digits = parts[2].removesuffix(SEGMENT_SUFFIX)
+        if not digits.isdigit():
+            return None
+        return cls(int(digits), parts[1].removeprefix("date="))
+
+    def text(self) -> str:
+        """The form kept in a snapshot mark: ``date=…/<seq>``."""
+        return f"{self.date}/{self.sequence:0{_SEQUENCE_DIGITS}d}"
+
+    @classmethod
+    def from_text(cls, text: str) -> SegmentName | None:
+        date, _, digits = text.partition("/")
+        return cls(int(digits), date) if digits.isdigit() and date else None
+
+
+def date_of(ns: int) -> str:
+    return timestamps.format_ns(ns)[:10]
+
+
+@dataclass(frozen=True)
+class Segment:
+    name: SegmentName
+    lines: list[LogLine]
+
+
+class SegmentLog:
+    """The segments, snapshot marks and lease object of the history at ``path``."""
+
+    def __init__(
+        self, backend: ObjectBackend, path: str, *, instruments: Instruments | None = None
+    ) -> None:
+        self.backend = backend
+        self._path = path.strip("/")
+        self._instruments = instruments or Instruments.unregistered()
+
+    def name(self, *parts: str) -> str:
+        return "/".join(p for p in (self._path, LOG_DIR, *parts) if p)
+
+    def describe(self, *parts: str) -> str:
+        return self.backend.describe(self.name(*parts))
+
+    def kind_prefix(self, kind: Kind) -> str:
+        return self.name(f"kind={kind.value}") + "/"
+
+    def segments(self, kind: Kind, after: SegmentName | None = None) -> list[SegmentName]:
+        """The kind's segment names after ``after`` (all when ``None``), in append order."""
+        prefix = self.kind_prefix(kind)
+        start = self.name(after.relative(kind)) if after is not None else ""
+        names = []
+        for name in self.backend.list(prefix, start):
+            parsed = SegmentName.parse(self.name_relative(name))
+            if parsed is not None and (after is None or parsed > after):
+                names.append(parsed)
+        return sorted(names)
+
+    def name_relative(self, name: str) -> str:
+        return name.removeprefix(self.name() + "/")
+
+    def create(self, kind: Kind, segment: SegmentName, data: bytes) -> None:
+        """Create the segment; ``Conflict`` if another writer holds that name."""
+        name = self.name(segment.relative(kind))
+        try:
+            self.backend.upload(name, data, 0)
+        except Conflict:
+            if self._content(name) == data:
+                return  # our own upload, retried after it landed
+            raise
+
+    def _content(self, name: str) -> bytes | None:
+        for _ in range(_READ_ATTEMPTS):
+            generation = self.backend.generation(name)
+            if generation is None:
+                return None
+            try:
+                return self.backend.download(name, generation)
+            except Moved:
+                continue
+        raise StoreError(f"{self.backend.describe(name)} kept changing while being read")
+
+    def read(self, kind: Kind, segment: SegmentName) -> Segment:
+        """The lines of one segment. An unreadable one is copied to ``quarantine/`` (never
+        overwritten), counted and logged; its whole lines before the damage are kept."""
+        name = self.name(segment.relative(kind))
+        data = self._content(name)
+        if data is None:
+            return Segment(segment, [])
+        try:
+            return Segment(segment, decode_segment(data, self.backend.describe(name)))
+        except SegmentError as err:
+            self._quarantine(kind, segment, data, err)
+            return Segment(segment, err.partial)
+
+    def _quarantine(self, kind: Kind, segment: SegmentName, data: bytes, err: SegmentError) -> None:
+        aside = self.name(QUARANTINE_DIR, segment.relative(kind) + ".corrupt")
+        with contextlib.suppress(Conflict):  # quarantined before (read again at start-up)
+            self.backend.upload(aside, data, 0)
+        self._instruments.corrupt_objects.labels(kind=kind.value).inc()
+        log.error(
+            "segment %s cannot be read whole (%s); copied to %s, keeping its %d whole lines",
+            self.backend.describe(self.name(segment.relative(kind))),
+            err.reason,
+            self.backend.describe(aside),
+            len(err.partial),
+        )
+
+    # snapshot marks ----------------------------------------------------------------------
+
+    def mark_name(self, kind: Kind) -> str:
+        return self.name(SNAPSHOTS_DIR, event_file(kind))
+
+    def read_mark(self, kind: Kind) -> bytes | None:
+        return self._content(self.mark_name(kind))
+
+    def write_mark(self, kind: Kind, data: bytes) -> None:
+        """Replace the mark, whatever its generation: only the lease holder writes it."""
+        name = self.mark_name(kind)
+        for _ in range(_READ_ATTEMPTS):
+            generation = self.backend.generation(name) or 0
+            try:
+                self.backend.upload(name, data, generation)
+                return
+            except Conflict:
+                continue
+        raise StoreError(f"{self.backend.describe(name)} kept changing while being written")

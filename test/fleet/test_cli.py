@@ -1,0 +1,247 @@
+"""``megamon report`` over many clusters: the fleet report agrees with each cluster's own
+report, in a directory of histories and in a bucket (the emulator, through the cache)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from megamon.cli.main import main
+from megamon.fleet.cache import HistoryCache
+from megamon.fleet.gcs import GcsObjects
+from megamon.publishing.exporters.archives import GcsReportExporter, LocalReportExporter
+from megamon.stores.factory import gcs_client
+from megamon.stores.gcs import GcsEventStore
+from megamon.stores.local import LocalEventStore
+from test.cli.report.history import NOW_TEXT, fill
+
+COMMON = (
+    "kind",
+    "key",
+    "name",
+    "live",
+    "retiredAt",
+    "accelerator",
+    "topology",
+    "state",
+    "start",
+    "end",
+    "upTime",
+    "downTime",
+    "failedTime",
+    "expectedDownTime",
+    "provisioningTime",
+    "availabilityPercent",
+    "interruptionCount",
+    "recoveryCount",
+    "meanTimeToRecover",
+    "meanTimeBetweenInterruptions",
+    "provisioningDuration",
+    "provisioningState",
+)
+
+
+def report(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(["report", "--now", NOW_TEXT, *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def report_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    status, out, err = report(capsys, "--format", "json", *argv)
+    assert status == 0, err
+    document: dict[str, Any] = orjson.loads(out)
+    return document
+
+
+@pytest.fixture
+def clusters(tmp_path: Path) -> Path:
+    """Two clusters' histories (the report tests' known history) under one directory."""
+    for name in ("east", "west"):
+        directory = tmp_path / "clusters" / name
+        fill(LocalEventStore(directory), LocalReportExporter(directory))
+    return tmp_path / "clusters"
+
+
+def _common(resource: dict[str, Any]) -> dict[str, Any]:
+    return {k: resource[k] for k in COMMON}
+
+
+def test_each_clusters_rows_are_its_own_report(
+    clusters: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet = report_json(
+        capsys, "--events-dir", str(clusters / "east"), "--events-dir", str(clusters / "west")
+    )
+    assert fleet["clusters"] == ["east", "west"]
+    for name in ("east", "west"):
+        alone = report_json(capsys, "--events-dir", str(clusters / name))
+        mine = [_common(r) for r in fleet["resources"] if r["cluster"] == name]
+        assert mine == [_common(r) for r in alone["resources"]]
+        mine_aggregates = [a for a in fleet["aggregates"] if a["cluster"] == name]
+        for got, expected in zip(mine_aggregates, alone["aggregates"], strict=True):
+            assert {k: got[k] for k in expected} == expected
+    fleet_rows = {(a["kind"], a["accelerator"], a["topology"]): a for a in fleet["fleet"]}
+    for a in fleet["aggregates"]:
+        row = fleet_rows[(a["kind"], a["accelerator"], a["topology"])]
+        assert row["cluster"] == "*"
+    one = {(a["kind"], a["accelerator"], a["topology"]): a for a in alone["aggregates"]}
+    for shape, row in fleet_rows.items():
+        assert row["resourceCount"] == 2 * one[shape]["resourceCount"]
+        assert row["upTime"] == 2 * one[shape]["upTime"]
+        assert row["availabilityPercent"] == pytest.approx(one[shape]["availabilityPercent"])
+
+
+def test_clusters_pattern_in_a_directory(
+    clusters: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fleet = report_json(capsys, "--events-dir", str(clusters), "--clusters", "w*")
+    assert fleet["clusters"] == ["west"]
+    assert {r["cluster"] for r in fleet["resources"]} == {"west"}
+
+
+def test_table_and_html_name_the_clusters(
+    clusters: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, table, err = report(capsys, "--events-dir", str(clusters), "--clusters", "*")
+    assert status == 0, err
+    assert "2 clusters" in table
+    lines = table.splitlines()
+    assert any(line.startswith("CLUSTER") for line in lines)
+    assert any(line.startswith("east ") for line in lines)
+    fleet_rows = lines[lines.index("Fleet (every cluster), by kind, accelerator and topology:") :]
+    assert any(line.startswith("*") and "tpu-v5p-slice" in line for line in fleet_rows)
+    assert err == ""  # not a terminal: no progress
+    status, page, _ = report(
+        capsys, "--events-dir", str(clusters), "--clusters", "*", "--format", "html"
+    )
+    assert status == 0
+    assert page.startswith("<!doctype html>") and "east" in page and "west" in page
+    assert "<script" not in page and "http" not in page
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--events-dir", "{base}", "--clusters", "nothing-*"], "matches"),
+        (["--events-dir", "{base}/east", "--events-dir", "{base}/missing"], "no such directory"),
+        (["--events-dir", "{base}/east", "--events-dir", "{base}/east"], "two histories"),
+        (["--clusters", "*"], "--clusters needs --bucket or --events-dir"),
+        (["--bucket", "b", "--path", "p", "--clusters", "*"], "--path names one history"),
+        (["--bucket", "b", "--events-dir", "{base}", "--clusters", "*"], "not both"),
+    ],
+)
+def test_bad_fleet_options_exit_2(
+    clusters: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    status, out, err = report(capsys, *(a.format(base=clusters) for a in argv))
+    assert status == 2
+    assert message in err and "Traceback" not in err
+    assert out == ""
+
+
+def test_progress_on_a_terminal(
+    clusters: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("megamon.fleet.command._show_progress", lambda: True)
+    status, out, err = report(capsys, "--events-dir", str(clusters), "--clusters", "*")
+    assert status == 0
+    assert "reading histories" in err
+    assert "reading histories" not in out
+
+
+# --- a bucket -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bucket_clusters(gcs_emulator_env: str, gcs_bucket: str) -> str:
+    client = gcs_client(None)
+    for name in ("east", "west"):
+        path = f"megamon/clusters/{name}"
+        fill(
+            GcsEventStore(client, gcs_bucket, path),
+            GcsReportExporter(client, gcs_bucket, path),
+        )
+    return gcs_bucket
+
+
+@pytest.mark.integration
+def test_a_bucket_reports_like_its_directories(
+    bucket_clusters: str,
+    clusters: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cache = tmp_path / "cache"
+    args = ("--bucket", bucket_clusters, "--clusters", "megamon/clusters/*")
+    from_bucket = report_json(capsys, *args, "--cache-dir", str(cache))
+    from_dirs = report_json(capsys, "--events-dir", str(clusters), "--clusters", "*")
+    assert from_bucket["clusters"] == ["east", "west"]
+    assert [_common(r) for r in from_bucket["resources"]] == [
+        _common(r) for r in from_dirs["resources"]
+    ]
+    assert from_bucket["fleet"] == from_dirs["fleet"]
+    assert (cache / bucket_clusters / "megamon/clusters/east/node-pools.json").exists()
+
+
+@pytest.mark.integration
+def test_the_cache_never_downloads_an_object_twice(bucket_clusters: str, tmp_path: Path) -> None:
+    client = gcs_client(None)
+    objects = GcsObjects(client, bucket_clusters)
+    cache = HistoryCache(objects, tmp_path / "cache")
+    roots, infos = cache.discover("megamon/clusters/*")
+    assert roots == ["megamon/clusters/east", "megamon/clusters/west"]
+    cache.refresh(roots, infos)
+    first = cache.downloaded
+    assert first == len(infos) > 0
+
+    again = HistoryCache(objects, tmp_path / "cache")
+    again.refresh(*again.discover("megamon/clusters/*"))
+    assert again.downloaded == 0
+
+    # A rewritten snapshot is fetched again (new generation); a deleted object is dropped.
+    bucket = client.bucket(bucket_clusters)
+    name = "megamon/clusters/east/node-pools.json"
+    data = bucket.blob(name).download_as_bytes()
+    bucket.blob(name).upload_from_string(data)
+    archives = [i.name for i in infos if "/archive/" in i.name]
+    bucket.blob(archives[0]).delete()
+    third = HistoryCache(objects, tmp_path / "cache")
+    third.refresh(*third.discover("megamon/clusters/*"))
+    assert third.downloaded == 1
+    assert not (tmp_path / "cache" / archives[0]).exists()
+    assert (tmp_path / "cache" / name).read_bytes() == data
+
+
+def test_a_damaged_segment_keeps_its_whole_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Garbage, a line missing its flags and a line cut short are skipped; the rest counts."""
+    segment = tmp_path / "east" / "log" / "kind=nodepool" / "date=2026-06-01"
+    segment.mkdir(parents=True)
+    line = (
+        '{{"type":"event","cluster":"east","kind":"nodepool","key":"np-a","tsNs":{ts},'
+        '"up":{up},"ed":false,"f":false,"attrs":{{"nodePoolName":"np-a"}},"since":null}}\n'
+    )
+    t = 1_780_272_000_000_000_000
+    hour = 3_600_000_000_000
+    (segment / "0000000000000001.ndjson").write_text(
+        line.format(ts=t, up="false")
+        + "GARBAGE{\n"
+        + '{"type":"event","kind":"nodepool","key":"np-a","tsNs":1780272000000000001}\n'
+        + line.format(ts=t + hour, up="true")
+        + line.format(ts=t + 2 * hour, up="false")[:40]
+    )
+    (tmp_path / "west").mkdir()
+    fleet = report_json(
+        capsys, "--events-dir", str(tmp_path / "east"), "--events-dir", str(tmp_path / "west")
+    )
+    (pool,) = fleet["resources"]
+    assert pool["name"] == "np-a"
+    assert pool["provisioningState"] == "success"
+    assert pool["provisioningDuration"] == hour
+    assert pool["state"] == "up"
+    assert pool["downTime"] == 0

@@ -1,0 +1,186 @@
+"""The fleet report's SQL gives the Python report's numbers to the nanosecond, on random
+histories written as Go-format snapshots and archives, and as the append-only log."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from megamon.domain import timestamps
+from megamon.domain.kinds import Kind
+from megamon.fleet.engine import History, fleet_report
+from megamon.fleet.model import FLEET, FleetReport
+from megamon.summary.availability import (
+    AvailabilityReport,
+    Window,
+    availability_report,
+)
+from test.fleet.histories import Lifetime, write_log, write_snapshots
+
+T0 = timestamps.parse("2026-06-01T00:00:00Z")
+FLAGS = st.sampled_from([0, 1, 1, 1, 2, 4, 6, 0])
+SHAPES = [
+    {"tpuAccelerator": "tpu-v5p-slice", "tpuTopology": "2x2x1", "tpuChipCount": 4},
+    {"tpuAccelerator": "tpu-v6e-slice", "tpuTopology": "4x4", "tpuChipCount": 16},
+    {"tpuAccelerator": "tpu-v6e-slice", "tpuTopology": "4x4"},
+]
+KINDS = [Kind.NODEPOOL, Kind.JOBSET]
+
+
+@st.composite
+def key_lifetimes(draw: st.DrawFn, kind: Kind, key: str, skew: bool) -> list[Lifetime]:
+    """One key's lifetimes: some retired, the last one maybe live."""
+    count = draw(st.integers(1, 3))
+    live_last = draw(st.booleans())
+    lifetimes = []
+    floor = T0 + draw(st.integers(0, 10**12))
+    for index in range(count):
+        events = []
+        t = floor
+        for _ in range(draw(st.integers(1, 7))):
+            low = -(10**12) if skew else 1
+            t = max(floor, t + draw(st.integers(low, 10**13)))
+            events.append((t, draw(FLAGS)))
+        shape = dict(draw(st.sampled_from(SHAPES)))
+        name = (
+            {"nodePoolName": key}
+            if kind is Kind.NODEPOOL
+            else {
+                "jobsetName": key,
+                "jobsetNamespace": "team",
+            }
+        )
+        attrs = {**shape, **name}
+        live = live_last and index == count - 1
+        retired = None if live else max(t for t, _ in events) + draw(st.integers(0, 10**12))
+        lifetimes.append(Lifetime(kind, key, tuple(events), attrs, retired))
+        if retired is not None:
+            floor = retired + 1 + draw(st.integers(0, 10**12))
+    return lifetimes
+
+
+@st.composite
+def cluster_histories(draw: st.DrawFn, skew: bool) -> list[Lifetime]:
+    lifetimes: list[Lifetime] = []
+    for kind in KINDS:
+        for n in range(draw(st.integers(0, 3))):
+            lifetimes += draw(key_lifetimes(kind, f"{kind.value}-{n}", skew))
+    return lifetimes
+
+
+@st.composite
+def windows(draw: st.DrawFn) -> Window:
+    now = T0 + draw(st.integers(0, 10**14))
+    since = draw(st.one_of(st.none(), st.integers(1, 10**14).map(lambda d: now - d)))
+    return Window(now=now, since=since)
+
+
+def _figures(report: AvailabilityReport) -> dict[tuple[str, str, int | None], tuple[object, ...]]:
+    return {
+        (f.resource.kind.value, f.resource.key, f.resource.retired_at): (
+            f.resource.name,
+            f.resource.accelerator,
+            f.resource.topology,
+            f.start,
+            f.end,
+            f.state,
+            f.times,
+            f.incidents,
+            f.provisioning_state,
+            f.provisioning_duration,
+        )
+        for f in report.resources
+    }
+
+
+def _fleet_figures(
+    report: FleetReport, cluster: str
+) -> dict[tuple[str, str, int | None], tuple[object, ...]]:
+    return {
+        (r.kind.value, r.key, r.retired_at): (
+            r.name,
+            r.accelerator,
+            r.topology,
+            r.start,
+            r.end,
+            r.state,
+            r.times,
+            r.incidents,
+            r.provisioning_state,
+            r.provisioning_duration,
+        )
+        for r in report.resources
+        if r.cluster == cluster
+    }
+
+
+def _aggregates(report: AvailabilityReport) -> dict[tuple[str, str, str], tuple[object, ...]]:
+    return {
+        (a.kind.value, a.accelerator, a.topology): (
+            a.resources,
+            a.times,
+            a.incidents,
+            dict(a.provisioning_states),
+            a.provisioned_duration,
+        )
+        for a in report.aggregates
+    }
+
+
+def _fleet_aggregates(
+    report: FleetReport, cluster: str
+) -> dict[tuple[str, str, str], tuple[object, ...]]:
+    rows = report.fleet_aggregates if cluster == FLEET else report.cluster_aggregates
+    return {
+        (a.kind.value, a.accelerator, a.topology): (
+            a.resources,
+            a.times,
+            a.incidents,
+            dict(a.provisioning_states),
+            a.provisioned_duration,
+        )
+        for a in rows
+        if a.cluster == cluster
+    }
+
+
+def _check(clusters: Sequence[list[Lifetime]], window: Window, *, log: bool) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        histories = []
+        for n, lifetimes in enumerate(clusters):
+            root = Path(scratch) / f"c{n}"
+            if log:
+                write_log(root, f"c{n}", lifetimes)
+            else:
+                write_snapshots(root, lifetimes)
+            histories.append(History(f"c{n}", root))
+        fleet = fleet_report(histories, list(Kind), window, workdir=Path(scratch))
+    everything = []
+    for n, lifetimes in enumerate(clusters):
+        resources = [lt.resource(live_attrs=log) for lt in lifetimes]
+        everything += resources
+        expected = availability_report(resources, window)
+        assert _fleet_figures(fleet, f"c{n}") == _figures(expected)
+        assert _fleet_aggregates(fleet, f"c{n}") == _aggregates(expected)
+    assert _fleet_aggregates(fleet, FLEET) == _aggregates(availability_report(everything, window))
+
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(st.lists(cluster_histories(skew=True), min_size=1, max_size=3), windows())
+def test_snapshots_and_archives_give_the_python_numbers(
+    clusters: list[list[Lifetime]], window: Window
+) -> None:
+    _check(clusters, window, log=False)
+
+
+@SETTINGS
+@given(st.lists(cluster_histories(skew=False), min_size=1, max_size=3), windows())
+def test_the_log_gives_the_python_numbers(clusters: list[list[Lifetime]], window: Window) -> None:
+    _check(clusters, window, log=True)
