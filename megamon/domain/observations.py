@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from megamon.domain.interruptions import NO_CAUSE, UNKNOWN, Cause
+from megamon.domain.interruptions import NO_CAUSE, Cause
 from megamon.domain.rules.upness import is_up
-
-UNKNOWN_CAUSE = Cause(UNKNOWN)
 
 
 class Attrs(BaseModel):
@@ -91,12 +89,11 @@ class Observation(BaseModel):
         """An observation whose ``up`` follows the upness rule; expected-down is never up.
 
         ``cause`` is kept only when the observation is down and not expected down (an
-        interruption, or a resource not up yet); ``unknown`` when the caller gave none."""
+        interruption, or a resource not up yet); the observers of kinds with reasons give
+        one, ``unknown`` at the least."""
         up = is_up(expected, ready, unknown, threshold) and not expected_down
         if up or expected_down:
             cause = NO_CAUSE
-        elif not cause.reason:
-            cause = UNKNOWN_CAUSE
         return cls(
             expected=expected,
             ready=ready,

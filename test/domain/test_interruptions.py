@@ -69,7 +69,7 @@ def test_only_a_down_observation_that_is_not_expected_down_keeps_a_cause() -> No
     assert Observation.build(expected=1, ready=0, expected_down=True, cause=cause).reason == ""
     down = Observation.build(expected=1, ready=0, cause=cause)
     assert (down.reason, down.reason_detail) == (i.ERROR, "boom")
-    assert Observation.build(expected=1, ready=0).reason == i.UNKNOWN
+    assert Observation.build(expected=1, ready=0).reason == ""  # a kind without reasons
 
 
 def test_reasons_are_a_small_fixed_set_of_label_values() -> None:

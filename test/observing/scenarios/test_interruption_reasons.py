@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 
+from megamon.codec.log import TYPE_EVENT
 from megamon.domain import interruptions, labels
+from megamon.domain.events import FLAG_UP
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.domain.reports import Report
+from megamon.recording.loading import load_kind
 from test.observing.scenarios.world import Megamon, World
 
 TWO_NODES = {"topology": "2x4", "machine_type": "ct5lp-hightpu-4t"}
@@ -200,3 +203,26 @@ def test_a_jobset_on_a_node_pool_that_went_down_names_the_pool(
     world.jobset_status("train", ready=0, restarts=1)
     obs = jobset_down_for(megamon, uid, interruptions.NODEPOOL)
     assert obs.reason_detail == "np"
+
+
+def test_the_reason_is_kept_in_the_durable_history(world: World, megamon: Megamon) -> None:
+    """On the down event: in the log's segments (with GKE's message) and in the snapshot."""
+    running_pool(world, megamon)
+    world.gke.set_status("proj", "us-central2", "tpu-cluster", "np", "ERROR", "host error")
+    world.ready("np-1", "False")
+    down_for(megamon, interruptions.ERROR)
+    assert megamon.aggregator.persist_once()
+    loaded = load_kind(megamon.store, Kind.NODEPOOL)
+    events = loaded.history.records["np"].events
+    assert [(e.up, e.reason) for e in events][-2:] == [(True, ""), (False, "error")]
+    lines = [
+        line
+        for name in megamon.store.log.segments(Kind.NODEPOOL)
+        for line in megamon.store.log.read(Kind.NODEPOOL, name).lines
+        if line.type == TYPE_EVENT and not line.flags & FLAG_UP
+    ]
+    assert lines[-1].detail == "host error"
+    # the snapshot, as the Go megamon reads it, plus the reason
+    megamon.store.write(Kind.NODEPOOL, loaded.history.records, None)
+    snapshot = megamon.store.read(Kind.NODEPOOL).records["np"]
+    assert snapshot.events[-1].reason == "error"
