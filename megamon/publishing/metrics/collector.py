@@ -29,8 +29,11 @@ from operator import attrgetter
 
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
 
+from megamon.domain import distributions
 from megamon.domain import labels as resource_states
+from megamon.domain.distributions import Histogram, SeriesKey
 from megamon.domain.kinds import Kind, kind_spec
 from megamon.domain.observations import Attrs, Observation
 from megamon.domain.reports import KindReport, Report
@@ -338,6 +341,54 @@ _SUSPENDED_HELP = (
 )
 
 
+_DISTRIBUTION_HELP = {
+    distributions.TIME_TO_RECOVER: (
+        "Time to recover of the {noun}'s interruptions (down periods ended by an up), by the "
+        "reason of the interruption, from the durable history."
+    ),
+    distributions.TIME_BETWEEN_INTERRUPTIONS: (
+        "Up time of the {noun} before each interruption, by the interruption's reason, from "
+        "the durable history."
+    ),
+    distributions.PROVISIONING: (
+        "Time from the {noun}'s first observation to its first up (success) or to GKE "
+        "reporting it failed (failed), from the durable history."
+    ),
+}
+
+
+def _distribution_labels(key: SeriesKey) -> dict[str, str]:
+    shape = key.shape
+    labels: dict[str, str] = {}
+    if shape.accelerator:
+        labels[names.LABEL_TPU_ACCELERATOR] = shape.accelerator
+    if shape.topology:
+        labels[names.LABEL_TPU_TOPOLOGY] = shape.topology
+    if shape.spot:
+        labels[names.LABEL_SPOT] = names.SPOT_TRUE
+    label_key = (
+        names.LABEL_PROVISIONING_STATE
+        if key.measure == distributions.PROVISIONING
+        else names.LABEL_REASON
+    )
+    labels[label_key] = key.label
+    return labels
+
+
+_LE = [str(floatToGoString(b)) for b in distributions.BUCKETS_S] + ["+Inf"]  # type: ignore[no-untyped-call]
+
+
+def _histogram_samples(name: str, key: SeriesKey, histogram: Histogram) -> list[Sample]:
+    labels = _distribution_labels(key)
+    samples = [
+        Sample(f"{name}_bucket", {**labels, "le": le}, float(count))
+        for le, count in zip(_LE, histogram.cumulative(), strict=True)
+    ]
+    samples.append(Sample(f"{name}_count", labels, float(histogram.count)))
+    samples.append(Sample(f"{name}_sum", labels, histogram.total_s))
+    return samples
+
+
 def _always_leader() -> bool:
     return True
 
@@ -377,6 +428,8 @@ class ReportCollector:
         for kind in (*Kind, *self._described):
             for name, help in _kind_families(self._prefix, kind):
                 yield GaugeMetricFamily(name, help)
+            for measure, help in _DISTRIBUTION_HELP.items():
+                yield Metric(self._distribution_name(kind.value, measure), help, "histogram")
 
     def collect(self) -> Iterator[Metric]:
         leader = self._call_is_leader()
@@ -397,6 +450,25 @@ class ReportCollector:
             yield from self._guarded(f"kind {kind.value}", kind_families)
         yield from self._guarded("scheduling", partial(self._scheduling, report))
         yield from self._guarded("suspended", partial(self._suspended, report))
+        yield from self._guarded("distributions", partial(self._distributions, report))
+
+    def _distribution_name(self, kind: str, measure: str) -> str:
+        return names.kind_metric(self._prefix, kind, measure)
+
+    def _distributions(self, report: Report) -> list[Metric]:
+        """One histogram family per kind and measure that has observations."""
+        families: dict[tuple[str, str], Metric] = {}
+        kinds = {kind.value: kind for kind in (*Kind, *self._described, *report.kinds)}
+        for key, histogram in report.distributions:
+            family = families.get((key.kind, key.measure))
+            if family is None:
+                name = self._distribution_name(key.kind, key.measure)
+                kind = kinds.get(key.kind)
+                noun = (kind_spec(kind).noun if kind is not None else "") or key.kind
+                help = _DISTRIBUTION_HELP[key.measure].format(noun=noun)
+                family = families[(key.kind, key.measure)] = Metric(name, help, "histogram")
+            family.samples.extend(_histogram_samples(family.name, key, histogram))
+        return list(families.values())
 
     def _rendered_kinds(self, report: Report) -> list[Kind]:
         """The built-in kinds, then every described kind the report holds, by noun."""

@@ -60,6 +60,8 @@ LABEL_LWS_UID: Final = "lws_uid"
 
 # Other label keys.
 LABEL_PROVISIONING_STATE: Final = "provisioning_state"
+LABEL_REASON: Final = "reason"
+"""Why a resource went down (``megamon.domain.interruptions``), on the histograms (0.2.0)."""
 LABEL_JOB_NAME: Final = "job_name"
 LABEL_SOURCE: Final = "source"
 LABEL_VERSION: Final = "version"
