@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from megamon.domain.distributions import Histogram, SeriesKey
+from megamon.domain.distributions import Histogram, SeriesKey, Shape
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.domain.summaries import Summary
@@ -46,6 +46,8 @@ class Report(BaseModel):
     distributions: tuple[tuple[SeriesKey, Histogram], ...] = ()
     """Histograms of every kind from the durable history (``summary.distributions``): copies,
     in a stable order; not in the report JSON."""
+    chips_down: tuple[tuple[str, Shape, str, float], ...] = ()
+    """Chip-seconds down by (kind, shape, reason), closed and ongoing interruptions."""
 
     def kind(self, kind: Kind) -> KindReport:
         return self.kinds.get(kind, KindReport())

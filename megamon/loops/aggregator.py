@@ -259,7 +259,14 @@ class Aggregator:
             now=now,
             memo=self._memo,
         )
-        report = report.model_copy(update={"distributions": self._distributions.frozen()})
+        tally = self._distributions
+        chips = tuple(
+            (kind, shape, reason, seconds)
+            for (kind, shape, reason), seconds in sorted(
+                tally.chips_down(now).items(), key=lambda item: (item[0][0], str(item[0][1:]))
+            )
+        )
+        report = report.model_copy(update={"distributions": tally.frozen(), "chips_down": chips})
         self._report = report
         self._export(report)
         self._instruments.aggregation_duration.observe(time.perf_counter() - start)

@@ -78,6 +78,20 @@ def record_periods(record: EventRecord) -> list[Period]:
     return periods
 
 
+def open_interruption(record: EventRecord) -> tuple[int, str] | None:
+    """(start, reason) of the interruption a record is in now, ``None`` when it is up, never
+    was, or is down as expected."""
+    ts, flags = record.timestamps, record.flags
+    if not ts or flags[-1] & FLAG_UP:
+        return None
+    start = len(flags) - 1
+    while start > 0 and not flags[start - 1] & FLAG_UP:
+        start -= 1
+    if start == 0 or flags[start] & FLAG_EXPECTED_DOWN:
+        return None  # never up yet, or a planned down
+    return ts[start], _reason(flags[start])
+
+
 def _seconds(ns: int) -> float:
     return max(ns, 0) / NANOS_PER_SECOND
 
@@ -101,6 +115,12 @@ class _Counted:
     record: EventRecord
     shape: Shape
     periods: list[Period]
+    chips: int
+    open: tuple[int, str] | None
+
+
+ChipKey = tuple[str, Shape, str]
+"""(kind, shape, reason) of chip-seconds down."""
 
 
 @dataclass
@@ -109,15 +129,34 @@ class DistributionTally:
     ``megamon.app``, never in a module)."""
 
     histograms: dict[SeriesKey, Histogram] = field(default_factory=dict)
+    chip_seconds: dict[ChipKey, float] = field(default_factory=dict)
+    """Chip-seconds down in closed interruptions (time to recover × chips), by reason."""
     _counted: dict[tuple[str, str], _Counted] = field(default_factory=dict)
 
-    def _apply(self, kind: str, shape: Shape, periods: Iterable[Period], times: int) -> None:
+    def _apply(
+        self, kind: str, shape: Shape, periods: Iterable[Period], times: int, chips: int = 0
+    ) -> None:
         for measure, label, seconds in periods:
             key = SeriesKey(measure, kind, shape, label)
             histogram = self.histograms.get(key)
             if histogram is None:
                 histogram = self.histograms[key] = Histogram()
             histogram.add(seconds, times)
+            if measure == TIME_TO_RECOVER and chips:
+                chip_key = (kind, shape, label)
+                lost = self.chip_seconds.get(chip_key, 0.0) + seconds * chips * times
+                self.chip_seconds[chip_key] = lost
+
+    def chips_down(self, now: int) -> dict[ChipKey, float]:
+        """Chip-seconds down by kind, shape and reason: closed interruptions (retired
+        resources' included) plus the ongoing ones of live resources up to ``now``."""
+        total = dict(self.chip_seconds)
+        for (kind, _), counted in self._counted.items():
+            if counted.open is not None and counted.chips:
+                start, reason = counted.open
+                key = (kind, counted.shape, reason)
+                total[key] = total.get(key, 0.0) + _seconds(now - start) * counted.chips
+        return total
 
     def update(
         self, kind: str, records: Mapping[str, EventRecord], attrs: Mapping[str, Attrs]
@@ -127,20 +166,29 @@ class DistributionTally:
             found = self._counted.get((kind, key))
             obs_attrs = attrs.get(key)
             shape = shape_of(obs_attrs) if obs_attrs is not None else Shape()
-            if found is not None and found.record is record and found.shape == shape:
+            chips = obs_attrs.tpu_chip_count if obs_attrs is not None else 0
+            if (
+                found is not None
+                and found.record is record
+                and found.shape == shape
+                and found.chips == chips
+            ):
                 continue
             periods = record_periods(record)
             if found is not None:
-                self._apply(kind, found.shape, found.periods, -1)
-            self._apply(kind, shape, periods, 1)
-            self._counted[(kind, key)] = _Counted(record, shape, periods)
+                self._apply(kind, found.shape, found.periods, -1, found.chips)
+            self._apply(kind, shape, periods, 1, chips)
+            opened = open_interruption(record)
+            self._counted[(kind, key)] = _Counted(record, shape, periods, chips, opened)
         gone = [k for k in self._counted if k[0] == kind and k[1] not in records]
         for k in gone:
             del self._counted[k]  # retired: its periods stay in the histograms
 
     def add_archived(self, kind: str, record: EventRecord, attrs: Mapping[str, object]) -> None:
         """A retired resource's history (from the archive, at start): counted once."""
-        self._apply(kind, shape_of_archived(attrs), record_periods(record), 1)
+        chips = attrs.get("tpuChipCount")
+        count = chips if type(chips) is int and chips > 0 else 0
+        self._apply(kind, shape_of_archived(attrs), record_periods(record), 1, count)
 
     def frozen(self) -> tuple[tuple[SeriesKey, Histogram], ...]:
         """Copies of every non-empty histogram, for a report (which outlives this cycle)."""

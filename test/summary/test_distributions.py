@@ -98,3 +98,20 @@ def test_buckets_span_seconds_to_a_week_and_count_cumulatively() -> None:
     assert d.BUCKETS_S[0] == 10 and d.BUCKETS_S[-1] == 7 * 86_400
     assert cumulative[0] == 2 and cumulative[-1] == histogram.count == 5
     assert cumulative[d.BUCKETS_S.index(3_600.0)] == 4
+
+
+def test_chip_seconds_down_count_closed_and_ongoing_interruptions_by_reason() -> None:
+    tally = DistributionTally()
+    chips = Attrs(tpu_accelerator="tpu-v5p-slice", tpu_topology="4x4x4", tpu_chip_count=64)
+    closed = rec((0, False, ""), (1, True, ""), (2, False, "upgrade"), (12, True, ""))
+    ongoing = rec((0, False, ""), (1, True, ""), (5, False, "ed", "ed"), (6, True, ""),
+                  (10, False, "error", "f"))  # fmt: skip
+    tally.update("nodepool", {"a": closed, "b": ongoing}, {"a": chips, "b": chips})
+    shape = d.Shape("tpu-v5p-slice", "4x4x4", False)
+    now = T + 100 * S
+    assert tally.chips_down(now) == {
+        ("nodepool", shape, "upgrade"): 10 * 64.0,
+        ("nodepool", shape, "error"): 90 * 64.0,  # still down: up to now
+    }
+    tally.update("nodepool", {}, {})  # both retired: the closed one stays counted
+    assert tally.chips_down(now) == {("nodepool", shape, "upgrade"): 640.0}

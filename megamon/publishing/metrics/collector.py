@@ -33,7 +33,7 @@ from prometheus_client.utils import floatToGoString
 
 from megamon.domain import distributions
 from megamon.domain import labels as resource_states
-from megamon.domain.distributions import Histogram, SeriesKey
+from megamon.domain.distributions import Histogram, SeriesKey, Shape
 from megamon.domain.kinds import Kind, kind_spec
 from megamon.domain.observations import Attrs, Observation
 from megamon.domain.reports import KindReport, Report
@@ -357,8 +357,7 @@ _DISTRIBUTION_HELP = {
 }
 
 
-def _distribution_labels(key: SeriesKey) -> dict[str, str]:
-    shape = key.shape
+def _shape_labels(shape: Shape) -> dict[str, str]:
     labels: dict[str, str] = {}
     if shape.accelerator:
         labels[names.LABEL_TPU_ACCELERATOR] = shape.accelerator
@@ -366,13 +365,16 @@ def _distribution_labels(key: SeriesKey) -> dict[str, str]:
         labels[names.LABEL_TPU_TOPOLOGY] = shape.topology
     if shape.spot:
         labels[names.LABEL_SPOT] = names.SPOT_TRUE
+    return labels
+
+
+def _distribution_labels(key: SeriesKey) -> dict[str, str]:
     label_key = (
         names.LABEL_PROVISIONING_STATE
         if key.measure == distributions.PROVISIONING
         else names.LABEL_REASON
     )
-    labels[label_key] = key.label
-    return labels
+    return {**_shape_labels(key.shape), label_key: key.label}
 
 
 _LE = [str(floatToGoString(b)) for b in distributions.BUCKETS_S] + ["+Inf"]  # type: ignore[no-untyped-call]
@@ -387,6 +389,32 @@ def _histogram_samples(name: str, key: SeriesKey, histogram: Histogram) -> list[
     samples.append(Sample(f"{name}_count", labels, float(histogram.count)))
     samples.append(Sample(f"{name}_sum", labels, histogram.total_s))
     return samples
+
+
+_CHIPS_DOWN_HELP = (
+    "Chip-seconds the {noun}s were down in interruptions (closed and ongoing), by reason, "
+    "from the durable history; retired resources included."
+)
+_CHIP_AVAILABILITY_HELP = (
+    "Availability of the {noun}s weighted by their TPU chips: chip-seconds up over chip-seconds "
+    "observed, over the resources observed now."
+)
+
+
+def chip_availability(kind_report: KindReport) -> dict[str, float]:
+    """Per accelerator (``""`` when unknown): Σ chips × up time / Σ chips × observed time."""
+    up: dict[str, float] = {}
+    seen: dict[str, float] = {}
+    for key, obs in kind_report.observations.items():
+        summary = kind_report.summaries.get(key)
+        chips = obs.attrs.tpu_chip_count
+        if summary is None or not chips:
+            continue
+        accelerator = obs.attrs.tpu_accelerator
+        up[accelerator] = up.get(accelerator, 0.0) + chips * summary.up_time
+        total = chips * (summary.up_time + summary.down_time)
+        seen[accelerator] = seen.get(accelerator, 0.0) + total
+    return {a: up[a] / seen[a] for a in sorted(seen) if seen[a] > 0}
 
 
 def _always_leader() -> bool:
@@ -430,6 +458,11 @@ class ReportCollector:
                 yield GaugeMetricFamily(name, help)
             for measure, help in _DISTRIBUTION_HELP.items():
                 yield Metric(self._distribution_name(kind.value, measure), help, "histogram")
+            for suffix, help in (
+                (names.DOWN_CHIP_SECONDS, _CHIPS_DOWN_HELP),
+                (names.CHIP_AVAILABILITY, _CHIP_AVAILABILITY_HELP),
+            ):
+                yield GaugeMetricFamily(self._distribution_name(kind.value, suffix), help)
 
     def collect(self) -> Iterator[Metric]:
         leader = self._call_is_leader()
@@ -451,6 +484,37 @@ class ReportCollector:
         yield from self._guarded("scheduling", partial(self._scheduling, report))
         yield from self._guarded("suspended", partial(self._suspended, report))
         yield from self._guarded("distributions", partial(self._distributions, report))
+        yield from self._guarded("chips", partial(self._chips, report))
+
+    def _noun(self, report: Report, kind_value: str) -> str:
+        kinds = {kind.value: kind for kind in (*Kind, *self._described, *report.kinds)}
+        kind = kinds.get(kind_value)
+        return (kind_spec(kind).noun if kind is not None else "") or kind_value
+
+    def _chips(self, report: Report) -> list[Metric]:
+        """Chip-seconds down by reason, and availability weighted by chips, per kind."""
+        families: dict[str, Metric] = {}
+        for kind, shape, reason, seconds in report.chips_down:
+            family = families.get(kind)
+            if family is None:
+                name = self._distribution_name(kind, names.DOWN_CHIP_SECONDS)
+                help = _CHIPS_DOWN_HELP.format(noun=self._noun(report, kind))
+                family = families[kind] = Metric(name, help, "gauge")
+            labels = {**_shape_labels(shape), names.LABEL_REASON: reason}
+            family.samples.append(Sample(family.name, labels, seconds))
+        result = list(families.values())
+        for kind in self._rendered_kinds(report):
+            ratios = chip_availability(report.kind(kind))
+            if not ratios:
+                continue
+            name = self._distribution_name(kind.value, names.CHIP_AVAILABILITY)
+            help = _CHIP_AVAILABILITY_HELP.format(noun=self._noun(report, kind.value))
+            family = Metric(name, help, "gauge")
+            for accelerator, ratio in ratios.items():
+                labels = {names.LABEL_TPU_ACCELERATOR: accelerator} if accelerator else {}
+                family.samples.append(Sample(name, labels, ratio))
+            result.append(family)
+        return result
 
     def _distribution_name(self, kind: str, measure: str) -> str:
         return names.kind_metric(self._prefix, kind, measure)

@@ -30,6 +30,10 @@ UP_TIME_BETWEEN_INTERRUPTION_LATEST: Final = "up_time_between_interruption_lates
 TPU_CHIP_COUNT: Final = "tpu_chip_count"
 PROVISIONING_DURATION: Final = "provisioning_duration_seconds"
 RESTARTS: Final = "restarts"
+DOWN_CHIP_SECONDS: Final = "down_chip_seconds"
+"""New in 0.2.0: chip-seconds down in interruptions, by accelerator, topology, spot, reason."""
+CHIP_AVAILABILITY: Final = "chip_availability_ratio"
+"""New in 0.2.0: the kind's availability weighted by chips, by accelerator."""
 """New in 0.2.0: ``status.restarts`` of a kind whose description reads it (JobSet)."""
 
 # Process-wide names: <prefix>_<name>.

@@ -4,6 +4,7 @@ pool is deleted (its periods stay counted)."""
 
 from __future__ import annotations
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from megamon.domain import interruptions
@@ -52,6 +53,14 @@ def test_time_to_recover_survives_a_restart_and_the_pools_deletion(world: World)
         success = {**{k: LABELS[k] for k in ("tpu_accelerator", "tpu_topology")},
                    "provisioning_state": "success"}  # fmt: skip
         assert registry.get_sample_value(provisioning, success) == 1.0
+        ttr_s = registry.get_sample_value(f"{NAME}_sum", LABELS)
+        chips_down = registry.get_sample_value("megamon_nodepool_down_chip_seconds", LABELS)
+        assert ttr_s is not None and chips_down == pytest.approx(8 * ttr_s)  # 2x4: 8 chips
+        availability = registry.get_sample_value(
+            "megamon_nodepool_chip_availability_ratio",
+            {"tpu_accelerator": LABELS["tpu_accelerator"]},
+        )
+        assert availability is not None and 0.0 < availability < 1.0
         assert first.aggregator.persist_once()
     finally:
         first.stop()
