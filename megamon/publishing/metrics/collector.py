@@ -22,7 +22,7 @@ the same two.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
@@ -436,8 +436,12 @@ class ReportCollector:
         *,
         build: BuildInfo,
         described: Sequence[Kind] = (),
+        per_resource: Iterable[str] | None = None,
     ) -> None:
         self._prefix = prefix
+        self._per_resource = frozenset(per_resource) if per_resource is not None else None
+        """``PerResourceSeries``: the kinds whose per-resource series are published (None:
+        every kind); fleet-wide families (histograms, chip figures) are always published."""
         self._described = tuple(described)
         """The configuration's described kinds: their families follow the built-in kinds'."""
         self._latest = latest
@@ -479,10 +483,13 @@ class ReportCollector:
         yield from self._guarded("freshness", partial(self._freshness, report))
         previous, self._label_sets = self._label_sets, {}
         for kind in self._rendered_kinds(report):
-            kind_families = partial(self._kind, report, kind, previous)
-            yield from self._guarded(f"kind {kind.value}", kind_families)
-        yield from self._guarded("scheduling", partial(self._scheduling, report))
-        yield from self._guarded("suspended", partial(self._suspended, report))
+            if self._publishes(kind):
+                kind_families = partial(self._kind, report, kind, previous)
+                yield from self._guarded(f"kind {kind.value}", kind_families)
+        if self._publishes(Kind.NODEPOOL):
+            yield from self._guarded("scheduling", partial(self._scheduling, report))
+        if self._publishes(Kind.JOBSET):
+            yield from self._guarded("suspended", partial(self._suspended, report))
         yield from self._guarded("distributions", partial(self._distributions, report))
         yield from self._guarded("chips", partial(self._chips, report))
 
@@ -515,6 +522,10 @@ class ReportCollector:
                 family.samples.append(Sample(name, labels, ratio))
             result.append(family)
         return result
+
+    def _publishes(self, kind: Kind) -> bool:
+        """Whether the series budget keeps ``kind``'s per-resource series."""
+        return self._per_resource is None or kind.value in self._per_resource
 
     def _distribution_name(self, kind: str, measure: str) -> str:
         return names.kind_metric(self._prefix, kind, measure)
