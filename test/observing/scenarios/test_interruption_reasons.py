@@ -4,11 +4,14 @@ Kubernetes API — and read from the observation megamon reports."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from megamon.cli import report_format, report_html
+from megamon.cli.report import read_resources
 from megamon.codec.log import TYPE_EVENT
 from megamon.domain import interruptions, labels
 from megamon.domain.events import FLAG_UP
@@ -16,6 +19,7 @@ from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.domain.reports import Report
 from megamon.recording.loading import load_kind
+from megamon.summary.availability import Window, availability_report
 from test.observing.scenarios.world import Megamon, World
 
 TWO_NODES = {"topology": "2x4", "machine_type": "ct5lp-hightpu-4t"}
@@ -226,3 +230,39 @@ def test_the_reason_is_kept_in_the_durable_history(world: World, megamon: Megamo
     megamon.store.write(Kind.NODEPOOL, loaded.history.records, None)
     snapshot = megamon.store.read(Kind.NODEPOOL).records["np"]
     assert snapshot.events[-1].reason == "error"
+
+
+def test_the_report_names_the_node_pool_that_took_a_jobset_down(
+    world: World, megamon: Megamon
+) -> None:
+    """``megamon report`` from the history megamon wrote: the JobSet down because of its node
+    pool, the pool's own reason, and the figures weighted by chips (table, JSON, HTML)."""
+    world.pool("np", "RUNNING", topology="2x4", machine_type="ct5lp-hightpu-8t")
+    world.node("np-0", "np", topology="2x4")
+    uid = running_jobset(world, megamon)
+    world.leader("train", "np-0")
+    megamon.settle(lambda r: "np" in r.scheduling and (p := pool(r)) is not None and p.up)
+    active = {labels.ACTIVE_NODE_MAINTENANCE: labels.MAINTENANCE_ONGOING}
+    world.patch_node("np-0", {"metadata": {"labels": active}})
+    world.ready("np-0", "False")
+    world.jobset_status("train", ready=0)
+    jobset_down_for(megamon, uid, interruptions.NODEPOOL)
+    down_for(megamon, interruptions.MAINTENANCE)
+    assert megamon.aggregator.persist_once()
+    now = time.time_ns()
+    resources = list(read_resources(megamon.store, [Kind.NODEPOOL, Kind.JOBSET], {}, now))
+    report = availability_report(resources, Window(now=now, since=None))
+    document = report_format.report_dict(report)
+    (jobset,) = [d for d in document["downNow"] if d["kind"] == "jobset"]
+    assert (jobset["reason"], jobset["detail"]) == ("nodepool", "np")
+    assert jobset["text"].startswith(f"jobset {world.namespace}/train down ")
+    assert jobset["text"].endswith(": node pool np, maintenance")
+    (nodepool,) = [d for d in document["downNow"] if d["kind"] == "nodepool"]
+    assert nodepool["text"].endswith(": maintenance")
+    chips = {(c["kind"], c["chips"]) for c in document["chips"]}
+    assert ("nodepool", 8) in chips
+    assert all(c["downChipSeconds"] > 0 for c in document["chips"])
+    table = report_format.render_table(report)
+    assert "Weighted by TPU chips:" in table and ": node pool np, maintenance" in table
+    html = report_html.render_html(report)
+    assert 'id="chips"' in html and "node pool np, maintenance" in html
