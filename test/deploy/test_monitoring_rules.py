@@ -167,7 +167,9 @@ def everything_report() -> Report:
     suspended = Attrs(**{**JOBSET, "jobset_name": "queued", "jobset_uid": "uid-4"})
     kinds[Kind.JOBSET] = KindReport(
         observations={
-            "full": _up(FULL_ATTRS[Kind.JOBSET]),
+            "full": Observation.build(
+                expected=4, ready=4, attrs=FULL_ATTRS[Kind.JOBSET], restarts=2
+            ),
             "completed": _down(completed, status="Completed", expected_down=True),
             "suspended": _down(suspended, status="Suspended"),
         },
