@@ -67,7 +67,7 @@ def run_show(args: argparse.Namespace) -> int:
 
 def run_compact(args: argparse.Namespace) -> int:
     """Take the writer lease, read every kind, write each snapshot that is behind the log."""
-    store = history_store(args)
+    store = history_store(args, writable=True)
     log = EventLog(store, [])
     if not log.load([*Kind, *described_kinds(args)]):
         raise ConfigError(

@@ -88,9 +88,10 @@ def history_config(args: argparse.Namespace) -> Config:
     return Config()
 
 
-def history_store(args: argparse.Namespace) -> EventStore:
-    """The store the options name, announced on stderr with a warning when it is empty."""
-    store, reason = _named_store(args)
+def history_store(args: argparse.Namespace, *, writable: bool = False) -> EventStore:
+    """The store the options name, announced on stderr with a warning when it is empty;
+    read-only unless ``writable`` (only ``events compact`` writes)."""
+    store, reason = _named_store(args, writable)
     command = " ".join(filter(None, ("megamon", args.command, getattr(args, "action", None))))
     print(f"{command}: reading history from {where(store)} ({reason})", file=sys.stderr)
     warning = emptiness(store)
@@ -148,9 +149,10 @@ def history_overrides(args: argparse.Namespace) -> Overrides:
     return Overrides(events_dir=args.events_dir, bucket=args.bucket, path=args.path)
 
 
-def _named_store(args: argparse.Namespace) -> tuple[EventStore, str]:
+def _named_store(args: argparse.Namespace, writable: bool) -> tuple[EventStore, str]:
     """The store the options name and why; an override wins over the configuration file."""
     overrides = history_overrides(args)
     overrides.check()
     config = Config() if args.events_dir else history_config(args)
-    return store_at(history_location(config, overrides)), source_reason(args, config)
+    store = store_at(history_location(config, overrides), read_only=not writable)
+    return store, source_reason(args, config)

@@ -21,9 +21,9 @@ from typing import Any
 import orjson
 
 from megamon.domain import timestamps
-from megamon.domain.kinds import KIND_SPECS, Kind
-from megamon.domain.observations import Attrs, Observation
-from megamon.domain.reports import Report
+from megamon.domain.kinds import KIND_SPECS, Kind, kind_spec
+from megamon.domain.observations import Attrs, Observation, WorkloadAttrs
+from megamon.domain.reports import KindReport, Report
 from megamon.domain.summaries import Summary
 
 GO_REPORT_ORDER = (
@@ -142,8 +142,39 @@ def report_dict(report: Report) -> dict[str, Any]:
     document[SCHEDULING_KEY] = {
         key: job.model_dump(by_alias=True) for key, job in sorted(report.scheduling.items())
     }
+    for kind in sorted((k for k in report.kinds if not k.builtin), key=str):
+        _described_parts(document, kind, report.kind(kind))
     document[GENERATED_AT_KEY] = timestamps.format_ns(report.generated_at)
     return document
+
+
+def _described_parts(document: dict[str, Any], kind: Kind, part: KindReport) -> None:
+    """A described kind's two sections (``<noun>Up``, ``<noun>UpSummaries``), after the Go
+    megamon's keys: new keys only, which Go's readers ignore. Its attributes include the
+    workload's name, namespace and UID (``WorkloadAttrs``)."""
+    spec = kind_spec(kind)
+    document[spec.report_up_key] = {
+        key: {**upness_dict(obs), **_workload_attrs(obs)}
+        for key, obs in sorted(part.observations.items())
+    }
+    document[spec.report_summaries_key] = {
+        key: {
+            **_summary_with_attrs(summary, part.observations.get(key)),
+            **_workload_attrs(part.observations.get(key)),
+        }
+        for key, summary in sorted(part.summaries.items())
+    }
+
+
+def _workload_attrs(observation: Observation | None) -> dict[str, Any]:
+    if observation is None or not isinstance(observation.attrs, WorkloadAttrs):
+        return {}
+    attrs = observation.attrs
+    return {
+        "workloadName": attrs.workload_name,
+        "workloadNamespace": attrs.workload_namespace,
+        "workloadUID": attrs.workload_uid,
+    }
 
 
 def encode_report(report: Report) -> bytes:

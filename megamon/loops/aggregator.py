@@ -60,6 +60,8 @@ COALESCE_SECONDS = 1.0
 STALL_FACTOR = 5
 """A loop that has not finished an iteration in this many intervals is stuck."""
 MIN_STALL_SECONDS = 60.0
+UNWRITABLE_SECONDS = 60.0
+"""A history that could not be written for this long fails readiness."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,9 @@ class Aggregator:
         self._instruments = instruments or Instruments.unregistered()
         self._clock = clock
         self._monotonic = monotonic
+        self._persist_failing_since: float | None = None
+        self._led = False
+        """Whether this process led at its last loop iteration (to hand over when it stops)."""
         self._pools: list[NodePoolView] | None = None
         self._observed_at: dict[str, int] = {}
         self._report: Report | None = None
@@ -128,7 +133,14 @@ class Aggregator:
         return self._report
 
     def ready(self) -> bool:
-        return self._report is not None
+        """A report exists and the history can be written: a store that refuses every write
+        for ``UNWRITABLE_SECONDS`` fails readiness (its reason is logged every attempt), for
+        what it holds is lost at the next restart."""
+        return self._report is not None and not self.store_unwritable()
+
+    def store_unwritable(self) -> bool:
+        since = self._persist_failing_since
+        return since is not None and self._monotonic() - since >= UNWRITABLE_SECONDS
 
     def standing_by(self) -> bool:
         """Another process holds the history's writer lease: this one records nothing."""
@@ -220,8 +232,17 @@ class Aggregator:
         try:
             self._log.flush()
         except MegamonError as err:
+            if self._persist_failing_since is None:
+                self._persist_failing_since = self._monotonic()
             log.error("cannot write history (kept in memory, retried): %s", err)
+            if self.store_unwritable():
+                log.error(
+                    "history in %s unwritable for %.0f s: not ready until a write lands",
+                    self._log.store.describe(),
+                    self._monotonic() - self._persist_failing_since,
+                )
             return False
+        self._persist_failing_since = None
         return True
 
     def observe_workloads_once(self) -> None:
@@ -303,11 +324,15 @@ class Aggregator:
         and must fail ``healthy`` after the same stall time. A standby makes progress."""
         self._progress.setdefault(name, self._monotonic())
         if self._is_leader():
+            self._led = True
             try:
                 step()
             except Exception:  # the loop's boundary: log, keep the last good report
                 log.exception("%s cycle failed", name)
                 return
+        elif name == LOOP_PERSIST and self._led:
+            self._led = False
+            self._log.hand_over()  # the next leader takes the history's writer lease now
         self._progress[name] = self._monotonic()
 
     def _loop(self, name: str, step: Callable[[], object], wait: Callable[[], object]) -> None:

@@ -433,6 +433,24 @@ class EventLog:
                 self._state(kind)
         return True
 
+    def hand_over(self) -> None:
+        """This process stops leading (leader election): write what it holds, release the
+        writer lease so that the next leader appends at once, not after the lease expires,
+        and forget the history, which the next leader will grow."""
+        if not self._lease.held:
+            return
+        try:
+            self.flush()
+        except StoreError as err:
+            log.warning("handing over with history unwritten (%s): the next leader sees it", err)
+        finally:
+            self._lease.release()
+            with self._lock:
+                self._kinds.clear()
+                self._applied.clear()
+                self._records = {}
+            log.info("handed the writer lease %s over", self._lease.describe())
+
     def close(self) -> None:
         """Flush, snapshot and let a standby take over (a clean shutdown)."""
         try:

@@ -25,6 +25,7 @@ from megamon.stores.base import EventStore, ObjectBackend
 from megamon.stores.gcs import GcsEventStore, GcsObjects
 from megamon.stores.local import LocalEventStore, LocalObjects
 from megamon.stores.memory import MemoryEventStore
+from megamon.stores.readonly import ReadOnlyObjects
 from megamon.telemetry import Instruments
 
 
@@ -118,26 +119,32 @@ def gcs_client(project: str | None) -> StorageClient:
         raise StoreError(f"no Google Cloud credentials for the events bucket: {err}") from err
 
 
-def store_at(location: Location, instruments: Instruments | None = None) -> EventStore:
-    """The event store at ``location``."""
+def store_at(
+    location: Location, instruments: Instruments | None = None, *, read_only: bool = False
+) -> EventStore:
+    """The event store at ``location``; ``read_only`` for the commands that only read (they
+    never write, not even to quarantine a corrupt file: ``megamon/stores/readonly.py``)."""
     if location.medium is Medium.GCS:
         client = gcs_client(location.project)
-        return GcsEventStore(client, location.bucket, location.path, instruments=instruments)
+        return GcsEventStore(
+            client, location.bucket, location.path, instruments=instruments, read_only=read_only
+        )
     if location.medium is Medium.LOCAL:
-        return LocalEventStore(location.directory, instruments=instruments)
+        return LocalEventStore(location.directory, instruments=instruments, read_only=read_only)
     return MemoryEventStore(instruments=instruments)
 
 
 def objects_at(
     location: Location, instruments: Instruments | None = None
 ) -> tuple[ObjectBackend, str]:
-    """The object backend at a bucket or directory ``location``, and the path inside it."""
+    """The objects at a bucket or directory ``location``, read only, and the path inside
+    it (the report reads ``reports/latest.json`` there)."""
     if location.medium is Medium.GCS:
         client = gcs_client(location.project)
         backend = GcsObjects(client, location.bucket, instruments=instruments or _quiet())
-        return backend, location.path
+        return ReadOnlyObjects(backend), location.path
     if location.medium is Medium.LOCAL:
-        return LocalObjects(Path(location.directory)), ""
+        return ReadOnlyObjects(LocalObjects(Path(location.directory), locking=False)), ""
     raise StoreError("an in-memory history keeps no objects to read back")
 
 

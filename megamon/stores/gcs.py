@@ -25,8 +25,9 @@ from google.cloud.storage.retry import (
 )
 
 from megamon.errors import Conflict, StoreError
-from megamon.stores.base import Moved
+from megamon.stores.base import Moved, ObjectBackend
 from megamon.stores.objects import ObjectEventStore
+from megamon.stores.readonly import ReadOnlyObjects
 from megamon.telemetry import Instruments
 
 DEFAULT_TIMEOUT = (5.0, 30.0)
@@ -160,9 +161,11 @@ class GcsEventStore(ObjectEventStore):
         timeout: tuple[float, float] = DEFAULT_TIMEOUT,
         deadline: float = DEFAULT_DEADLINE,
         retry: Retry = STORE_RETRY,
+        read_only: bool = False,
     ) -> None:
         """``retry`` says which errors to retry and how to back off (the library's policy by
-        default); ``deadline`` bounds the retries of one operation."""
+        default); ``deadline`` bounds the retries of one operation; ``read_only``: the
+        read-only commands' view (``megamon/stores/readonly.py``)."""
         instruments = instruments or Instruments.unregistered()
         objects = GcsObjects(
             client,
@@ -172,4 +175,5 @@ class GcsEventStore(ObjectEventStore):
             deadline=deadline,
             retry=retry,
         )
-        super().__init__(objects, path, instruments=instruments)
+        backend: ObjectBackend = ReadOnlyObjects(objects) if read_only else objects
+        super().__init__(backend, path, instruments=instruments, read_only=read_only)

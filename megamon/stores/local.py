@@ -18,8 +18,9 @@ from pathlib import Path
 from filelock import FileLock
 
 from megamon.errors import Conflict, StoreError
-from megamon.stores.base import Moved
+from megamon.stores.base import Moved, ObjectBackend
 from megamon.stores.objects import ObjectEventStore
+from megamon.stores.readonly import ReadOnlyObjects
 from megamon.telemetry import Instruments
 
 LOCK_FILE = ".megamon.lock"
@@ -28,9 +29,13 @@ LOCK_FILE = ".megamon.lock"
 class LocalObjects:
     """Objects as files under ``root``; object names are relative paths."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, locking: bool = True) -> None:
+        """``locking`` False: read without the directory's lock (and so without creating the
+        directory or its lock file), checking the generation again after reading — how a
+        read-only command reads a history another process may be writing."""
         self._root = root
         self._lock = FileLock(str(root / LOCK_FILE))
+        self._locking = locking
 
     def describe(self, name: str) -> str:
         return str(self._root / name) if name else str(self._root)
@@ -61,14 +66,27 @@ class LocalObjects:
     def generation(self, name: str) -> int | None:
         if not self._root.is_dir():
             return None  # nothing written yet; reading must not create the directory
+        if not self._locking:
+            return self._generation(name)
         with self._locked():
             return self._generation(name)
 
     def download(self, name: str, generation: int) -> bytes:
-        with self._locked():
-            if self._generation(name) != generation:
+        if not self._locking:
+            data = self._read(name, generation)
+            if self._generation(name) != generation:  # written meanwhile: read it again
                 raise Moved(f"{self.describe(name)} is no longer at generation {generation}")
+            return data
+        with self._locked():
+            return self._read(name, generation)
+
+    def _read(self, name: str, generation: int) -> bytes:
+        if self._generation(name) != generation:
+            raise Moved(f"{self.describe(name)} is no longer at generation {generation}")
+        try:
             return self._paths(name)[0].read_bytes()
+        except FileNotFoundError as err:
+            raise Moved(f"{self.describe(name)} is gone") from err
 
     def upload(self, name: str, data: bytes, if_generation: int) -> int:
         path, gen_path = self._paths(name)
@@ -127,5 +145,14 @@ def _atomic_write(path: Path, data: bytes) -> None:
 class LocalEventStore(ObjectEventStore):
     """The event store in ``directory`` (``EventsLocalDir``, default ``./megamon-data``)."""
 
-    def __init__(self, directory: str | Path, *, instruments: Instruments | None = None) -> None:
-        super().__init__(LocalObjects(Path(directory)), "", instruments=instruments)
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        instruments: Instruments | None = None,
+        read_only: bool = False,
+    ) -> None:
+        """``read_only``: the read-only commands' view (``megamon/stores/readonly.py``)."""
+        objects = LocalObjects(Path(directory), locking=not read_only)
+        backend: ObjectBackend = ReadOnlyObjects(objects) if read_only else objects
+        super().__init__(backend, "", instruments=instruments, read_only=read_only)

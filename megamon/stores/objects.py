@@ -16,6 +16,7 @@ Three rules protect the history:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import threading
 import time
@@ -38,6 +39,23 @@ ARCHIVE_DIR = "archive"
 _READ_ATTEMPTS = 3
 
 
+MAX_STEM = 120
+"""Longest quoted key kept whole in an archive's object name: with the digest, the
+retirement suffix and ``.json`` a name stays under the 255 bytes a file name may have."""
+HASHED = "+h"
+"""Marks a stem cut short and followed by a digest (``quote`` always escapes ``+``)."""
+
+
+def archive_stem(key: str) -> str:
+    """The object-name stem of ``key``'s archive: the key percent-quoted (any character is
+    safe, ``/`` and ``..`` included), cut and suffixed with a SHA-256 digest when long."""
+    quoted = quote(key, safe="")
+    if len(quoted) <= MAX_STEM:
+        return quoted
+    digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+    return f"{quoted[:MAX_STEM]}{HASHED}{digest}"
+
+
 class ObjectEventStore:
     """An ``EventStore`` over an ``ObjectBackend`` rooted at ``path``."""
 
@@ -48,8 +66,12 @@ class ObjectEventStore:
         *,
         instruments: Instruments | None = None,
         clock: Callable[[], int] = time.time_ns,
+        read_only: bool = False,
     ) -> None:
+        """``read_only``: a corrupt file is an ``EventFileError`` for the caller, never
+        quarantined (the read-only commands)."""
         self._backend = backend
+        self._read_only = read_only
         self._path = path  # as the Go megamon names objects: see config.bucket_prefix
         self._instruments = instruments or Instruments.unregistered()
         self._clock = clock
@@ -102,6 +124,8 @@ class ObjectEventStore:
         try:
             records = codec.decode_event_file(data, self._backend.describe(name))
         except EventFileError as err:
+            if self._read_only:
+                raise
             self._quarantine(kind, name, generation, err)
             return Snapshot({}, str(generation))
         return Snapshot(records, str(generation))
@@ -128,7 +152,7 @@ class ObjectEventStore:
         return str(generation)
 
     def _archive_name(self, kind: Kind, key: str, suffix: str = "") -> str:
-        return self._name(ARCHIVE_DIR, kind.value, quote(key, safe="") + suffix + ".json")
+        return self._name(ARCHIVE_DIR, kind.value, archive_stem(key) + suffix + ".json")
 
     def archive(self, entry: ArchiveEntry) -> str:
         kind = Kind(entry.kind)
@@ -159,12 +183,21 @@ class ObjectEventStore:
 
     def archived_keys(self, kind: Kind) -> list[str]:
         prefix = self._name(ARCHIVE_DIR, kind.value) + "/"
-        keys = {
-            unquote(name[len(prefix) :].removesuffix(".json").split("@", 1)[0])
-            for name in self._backend.list(prefix)
-            if name.endswith(".json")
-        }
+        keys = set()
+        for name in self._backend.list(prefix):
+            if not name.endswith(".json"):
+                continue
+            stem = name[len(prefix) :].removesuffix(".json").split("@", 1)[0]
+            keys.add(self._hashed_key(name) if HASHED in stem else unquote(stem))
         return sorted(keys)
+
+    def _hashed_key(self, name: str) -> str:
+        """The key of an archive whose name carries a digest: read from the entry itself."""
+        generation = self._backend.generation(name)
+        if generation is None:
+            raise StoreError(f"{self._backend.describe(name)} vanished while being listed")
+        data = self._backend.download(name, generation)
+        return codec.decode_archive_entry(data, self._backend.describe(name)).key
 
     def read_archive(self, kind: Kind, key: str) -> list[ArchiveEntry]:
         base = self._archive_name(kind, key).removesuffix(".json")
@@ -178,4 +211,21 @@ class ObjectEventStore:
                 continue
             data = self._backend.download(name, generation)
             entries.append(codec.decode_archive_entry(data, self._backend.describe(name)))
-        return sorted(entries, key=lambda e: e.retired_at)
+        return _one_per_retirement(entries)
+
+
+def _one_per_retirement(entries: list[ArchiveEntry]) -> list[ArchiveEntry]:
+    """Entries by retirement time, a retirement written twice counted once.
+
+    A process killed between archiving a key and recording its retirement archives it again
+    when it restarts, later and with the same events: the same retirement, never a second
+    lifetime of the resource. The earliest entry of each history stands.
+    """
+    kept: list[ArchiveEntry] = []
+    seen: set[tuple[tuple[int, ...], bytes]] = set()
+    for entry in sorted(entries, key=lambda e: e.retired_at):
+        history = (entry.record.timestamps, entry.record.flags)
+        if history not in seen:
+            seen.add(history)
+            kept.append(entry)
+    return kept

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from megamon.codec.log import LogLine, SegmentError, decode_segment
 from megamon.domain import timestamps
 from megamon.domain.kinds import Kind, event_file
-from megamon.errors import Conflict, StoreError
+from megamon.errors import Conflict, EventFileError, StoreError
 from megamon.stores.base import Moved, ObjectBackend
 from megamon.telemetry import Instruments
 
@@ -149,6 +149,8 @@ class SegmentLog:
         try:
             return Segment(segment, decode_segment(data, self.backend.describe(name)))
         except SegmentError as err:
+            if getattr(self.backend, "read_only", False):  # a read-only command: say so
+                raise EventFileError(self.backend.describe(name), err.reason) from None
             self._quarantine(kind, segment, data, err)
             return Segment(segment, err.partial)
 

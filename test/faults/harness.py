@@ -149,6 +149,12 @@ def run_scenario(
     history relative to its start."""
     for _ in range(replicas):
         rig.megamon(**config)
+    # The scenario's clock starts once every replica serves (caches synced, node pools
+    # listed, a first report or a standby's readiness): a megamon slow to start on a busy
+    # machine must not meet a world that already moved, or its first observation would
+    # fold the scenario's first transitions into one.
+    for process in rig.processes:
+        process.wait_for(lambda p=process: p.get(p.probe_port, "/readyz")[0] == 200, "ready", 60)
     t0_ns, start = time.time_ns(), time.monotonic()
     fault_thread = threading.Thread(target=play, args=(rig, faults, start), daemon=True)
     fault_thread.start()

@@ -326,3 +326,31 @@ def test_a_loop_failing_every_cycle_fails_health_like_a_stuck_one() -> None:
     assert not aggregator.healthy()  # an hour of failed cycles: the data is frozen
     aggregator.iterate("aggregate", lambda: None)
     assert aggregator.healthy()
+
+
+def test_a_store_that_refuses_every_write_fails_readiness_until_one_lands(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """History held only in memory is lost at the next restart: after a minute of refused
+    writes megamon says so and stops being ready; the first write that lands restores it."""
+    now = [0.0]
+    store = _FlakyStore()
+    aggregator, parts = make(store=store)
+    aggregator._monotonic = lambda: now[0]
+    aggregator.poll_once()
+    aggregator.aggregate_once()
+    assert aggregator.persist_once() and aggregator.ready()
+    store.broken = True
+    parts["pools"].pools = []  # a change to write
+    aggregator.poll_once()
+    parts["clock"].now = T0 + 10 * S
+    aggregator.aggregate_once()
+    assert not aggregator.persist_once()
+    assert aggregator.ready()  # a blip is not a failure
+    now[0] = 61.0
+    assert not aggregator.persist_once()
+    assert not aggregator.ready()
+    assert "unwritable for 61 s: not ready until a write lands" in caplog.text
+    assert "bucket unreachable" in caplog.text
+    store.broken = False
+    assert aggregator.persist_once() and aggregator.ready()

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
+from megamon.codec import report as report_codec
 from megamon.domain.descriptions import KindDescription, shipped
+from megamon.domain.kinds import kind_spec
 from megamon.domain.observations import Observation, WorkloadAttrs
 from megamon.domain.reports import KindReport, Report
 from megamon.domain.summaries import Summary
@@ -79,3 +81,31 @@ def test_a_described_kind_missing_from_the_report_has_no_series() -> None:
     registry = registry_for(Report(generated_at=1), TRAINJOB)
     names = {s.name for family in registry.collect() for s in family.samples}
     assert not any(name.startswith("megamon_trainjob_") for name in names)
+
+
+def test_the_report_json_carries_described_kinds_after_the_go_keys() -> None:
+    """Exporters write every kind: a described kind's two sections come after the Go
+    megamon's keys (new keys only), with the workload's name, namespace and UID."""
+    kinds = {
+        TRAINJOB.kind: KindReport(
+            observations={"uid-a": observation("a", True)},
+            summaries={"uid-a": Summary(interruption_count=1)},
+        )
+    }
+    document = report_codec.report_dict(Report(generated_at=1, kinds=kinds))
+    keys = list(document)
+    spec = kind_spec(TRAINJOB.kind)
+    assert keys[-3:] == [spec.report_up_key, spec.report_summaries_key, "generatedAt"]
+    up = document[spec.report_up_key]["uid-a"]
+    assert (up["up"], up["workloadName"], up["workloadUID"], up["tpuChipCount"]) == (
+        True,
+        "a",
+        "uid-a",
+        16,
+    )
+    summary = document[spec.report_summaries_key]["uid-a"]
+    assert summary["interruptionCount"] == 1 and summary["workloadNamespace"] == "ml"
+    without = report_codec.report_dict(Report(generated_at=1))
+    assert list(without) == [
+        k for k in keys if k not in (spec.report_up_key, spec.report_summaries_key)
+    ]

@@ -31,6 +31,7 @@ def _fill(tmp_path: Path) -> None:
     running = Observation.build(expected=2, ready=2, attrs=attrs)
     log.append({trainjob.kind: {"uid-t": running}}, T)
     log.append({trainjob.kind: {}}, T + 1)
+    log.close()  # the shutdown snapshot: the kind's own event file
 
 
 def test_a_described_kinds_history_is_in_its_own_files(

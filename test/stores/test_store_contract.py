@@ -227,6 +227,39 @@ def test_a_corrupt_file_is_copied_aside_and_never_overwritten_first(harness: Har
     assert harness.get_raw(quarantined[0]) == b'{"js": {"upEvents": [{"up": 1}]}'
 
 
+def test_any_key_archives_and_reads_back_whatever_its_length_and_characters(
+    harness: Harness,
+) -> None:
+    """Object names are safe for any key: slashes, dots, spaces, non-ASCII, 10 KB."""
+    store = harness.store()
+    keys = ["a/../b", "ns/with space/ü", "x" * 10_000, "y" * 9_000 + "/"]
+    log = EventLog(store, [Kind.NODEPOOL])
+    log.append({Kind.NODEPOOL: {key: up(key[:50]) for key in [*keys, "stays"]}}, T)
+    log.append({Kind.NODEPOOL: {"stays": up("stays")}}, T + 5)
+    log.close()
+    assert store.archived_keys(Kind.NODEPOOL) == sorted(keys)
+    for key in keys:
+        [entry] = store.read_archive(Kind.NODEPOOL, key)
+        assert entry.key == key and entry.retired_at == T + 5
+    assert set(store.read(Kind.NODEPOOL).records) == {"stays"}
+
+
+def test_a_retirement_archived_twice_is_one_retirement(harness: Harness) -> None:
+    """Killed between archiving a key and recording its retirement, a restarted megamon
+    archives it again, later: the same events, so the same retirement."""
+    store = harness.store()
+    record = EventRecord.trusted((T, T + 1), bytes((0, 1)))
+    first = ArchiveEntry(kind="nodepool", key="b", retired_at=T + 5, attrs={}, record=record)
+    store.archive(first)
+    store.archive(first.model_copy(update={"retired_at": T + 60}))
+    store.archive(first)  # and the very same entry once more: the same object
+    assert store.read_archive(Kind.NODEPOOL, "b") == [first]
+    relived = EventRecord.trusted((T + 100, T + 101), bytes((0, 1)))  # a later lifetime
+    second = first.model_copy(update={"retired_at": T + 200, "record": relived})
+    store.archive(second)
+    assert store.read_archive(Kind.NODEPOOL, "b") == [first, second]
+
+
 def test_a_retired_resource_is_archived_with_its_last_attrs(harness: Harness) -> None:
     store = harness.store()
     log = EventLog(store, [Kind.NODEPOOL])
