@@ -281,6 +281,7 @@ def start(config: Config) -> Service:
             is_leader,
             build=build_info(),
             described=[description.kind for description in config.WorkloadKinds],
+            per_resource=config.PerResourceSeries,
         )
     )
     registry.register(LeaderOnly(own, is_leader))

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from megamon.domain.descriptions import WorkloadKindList
+from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,22 @@ class Config(_Section):
     LeaderWorkerSetSupport: bool = False
     WorkloadKinds: WorkloadKindList = []
     """Described kinds to track (docs/kinds.md): descriptions, or names of shipped ones."""
+    PerResourceSeries: list[str] | None = None
+    """The series budget: the kinds (metric infixes: ``nodepool``, ``jobset``, a described
+    kind's noun) whose per-resource series are published; ``null`` (the default): every kind,
+    as the Go megamon; ``[]``: fleet-wide series only (histograms, chip figures)."""
+
+    @model_validator(mode="after")
+    def _budget_names_kinds(self) -> Config:
+        if self.PerResourceSeries is None:
+            return self
+        known = [kind.value for kind in Kind] + [d.Noun for d in self.WorkloadKinds]
+        for name in self.PerResourceSeries:
+            if name not in known:
+                raise ValueError(
+                    f"PerResourceSeries: {name!r} is not a kind (known: {', '.join(known)})"
+                )
+        return self
 
     @field_validator("MetricsPrefix")
     @classmethod

@@ -64,6 +64,8 @@ class SizeResult:
     cycles: dict[str, Any] = field(default_factory=dict)
     tuned: dict[str, Any] = field(default_factory=dict)
     """The cycles again, with ``RECOMMENDED_GC`` applied after the sync."""
+    fleet_only: dict[str, Any] = field(default_factory=dict)
+    """The cycles with the series budget ``"PerResourceSeries": []`` (``--fleet-only``)."""
 
 
 @contextmanager
@@ -143,6 +145,11 @@ def run_size(size: fleet_objects.Size, args: argparse.Namespace) -> SizeResult:
         if args.reference:
             cycle_args.append("--reference")
         result.cycles = probe("cycles", cycle_args, timeout=args.timeout * 4)
+        if args.fleet_only:
+            print(f"[{size.name}] (d) /metrics with PerResourceSeries [] ...", flush=True)
+            result.fleet_only = probe(
+                "cycles", [*cycle_args, "--fleet-only"], timeout=args.timeout * 4
+            )
         if not args.skip_tuned:
             print(f"[{size.name}] (c-e) again, with the recommended GC settings ...", flush=True)
             tuned = [*cycle_args, *RECOMMENDED_GC]
@@ -316,6 +323,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--reference", action="store_true", help="also render with prometheus_client"
     )
+    parser.add_argument(
+        "--fleet-only",
+        action="store_true",
+        help='also measure /metrics with the series budget "PerResourceSeries": []',
+    )
     parser.add_argument("--json", type=Path, help="also write every figure here")
     parser.add_argument("--write-docs", action="store_true", help="update docs/performance.md")
     args = parser.parse_args(argv)
@@ -336,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
                         "list": r.listing,
                         "cycles": r.cycles,
                         "cycles_gc_tuned": r.tuned,
+                        "cycles_fleet_only": r.fleet_only,
                     }
                     for r in results
                 },

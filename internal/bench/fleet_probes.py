@@ -306,7 +306,10 @@ def probe_cycles(args: argparse.Namespace) -> dict[str, Any]:
     registry = CollectorRegistry()
     registry.register(
         ReportCollector(
-            "megamon", aggregator.latest_report, build=BuildInfo("bench", "bench", "bench")
+            "megamon",
+            aggregator.latest_report,
+            build=BuildInfo("bench", "bench", "bench"),
+            per_resource=[] if args.fleet_only else None,
         )
     )
     registry.register(LeaderOnly(own, lambda: True))
@@ -427,6 +430,9 @@ def main(argv: list[str] | None = None) -> int:
         "--gc-threshold", help="gc.set_threshold(...) after the sync, e.g. 700,10,100"
     )
     parser.add_argument("--gc-freeze", action="store_true", help="gc.freeze() after the sync")
+    parser.add_argument(
+        "--fleet-only", action="store_true", help='render with "PerResourceSeries": []'
+    )
     args = parser.parse_args(argv)
     result = PROBES[args.probe](args)
     print(json.dumps(result), flush=True)

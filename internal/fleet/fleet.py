@@ -60,6 +60,7 @@ class _Workload:
     uid: str = ""
     job_uids: list[str] = field(default_factory=list)
     leaders: dict[int, str] = field(default_factory=dict)  # replica index -> leader pod
+    restarts: int = 0
 
 
 class Fleet:
@@ -204,10 +205,58 @@ class Fleet:
             self.set_node_ready(node, status)
         return ready[:nodes]
 
+    def maintain_pool(self, pool: str, nodes: int = 1) -> list[str]:
+        """GKE host maintenance: ``cloud.google.com/active-node-maintenance=ONGOING`` on the
+        first ``nodes`` ready nodes, which then stop being ready (megamon: ``maintenance``)."""
+        chosen = self._ready_nodes(pool, nodes)
+        for node in chosen:
+            active = {labels.ACTIVE_NODE_MAINTENANCE: labels.MAINTENANCE_ONGOING}
+            self.kube.patch("Node", node, {"metadata": {"labels": active}})
+            self.set_node_ready(node, "False")
+        return chosen
+
+    def upgrade_pool(self, pool: str, nodes: int = 1) -> list[str]:
+        """A node upgrade: the pool RECONCILING, nodes cordoned and drained (``upgrade``)."""
+        chosen = self._ready_nodes(pool, nodes)
+        self.set_pool_status(pool, "RECONCILING")
+        for node in chosen:
+            self.kube.patch("Node", node, {"spec": {"unschedulable": True}})
+            self.set_node_ready(node, "False")
+        return chosen
+
+    def preempt_pool(self, pool: str, nodes: int = 1) -> list[str]:
+        """Spot preemption: the first ``nodes`` nodes tainted for termination, then gone
+        (``preemption`` on a spot pool, ``node-lost`` on another)."""
+        state = self._pool(pool)
+        chosen = state.nodes[:nodes]
+        taint = {"key": labels.TAINT_IMPENDING_NODE_TERMINATION, "effect": "NoSchedule"}
+        for node in chosen:
+            self.kube.patch("Node", node, {"spec": {"taints": [taint]}})
+        self._delete_pods_on(set(chosen))
+        for node in chosen:
+            self.kube.delete("Node", node)
+        state.nodes = state.nodes[nodes:]
+        return chosen
+
+    def restart_jobset(self, name: str, namespace: str) -> None:
+        """The JobSet controller restarts it: ``status.restarts`` + 1, nothing ready."""
+        self._jobset(name, namespace).restarts += 1
+        self.set_jobset_ready(name, namespace, 0)
+
+    def _ready_nodes(self, pool: str, nodes: int) -> list[str]:
+        ready = [n for n in self._pool(pool).nodes if self._ready_status(n) == labels.TRUE]
+        if len(ready) < nodes:
+            raise FleetError(f"node pool {pool} has only {len(ready)} ready nodes")
+        return ready[:nodes]
+
     def recover_pool(self, pool: str) -> None:
-        """Make the pool whole: missing nodes registered, every node ready, status RUNNING."""
+        """Make the pool whole: missing nodes registered, every node ready and schedulable
+        with no maintenance label, status RUNNING."""
         state = self._pool(pool)
         for node in state.nodes:
+            cleared = {"metadata": {"labels": {labels.ACTIVE_NODE_MAINTENANCE: None}},
+                       "spec": {"unschedulable": None, "taints": None}}  # fmt: skip
+            self.kube.patch("Node", node, cleared)
             if self._ready_status(node) != labels.TRUE:
                 self.set_node_ready(node, labels.TRUE)
         missing = state.shape.nodes - len(state.nodes)
@@ -275,7 +324,9 @@ class Fleet:
         count = workload.replicas if ready is None else ready
         if not 0 <= count <= workload.replicas:
             raise FleetError(f"JobSet {namespace}/{name} has {workload.replicas} replicas")
-        status = objects.jobset_status(replicas=workload.replicas, ready=count, since=self.now())
+        status = objects.jobset_status(
+            replicas=workload.replicas, ready=count, since=self.now(), restarts=workload.restarts
+        )
         self.kube.patch_status("JobSet", name, status, namespace)
         pods = workload.parallelism or workload.shape.nodes
         for index in range(workload.replicas):
@@ -319,7 +370,11 @@ class Fleet:
         workload = self._jobset(name, namespace)
         now = self.now()
         status = objects.jobset_status(
-            replicas=workload.replicas, ready=0, since=now, terminal=terminal
+            replicas=workload.replicas,
+            ready=0,
+            since=now,
+            terminal=terminal,
+            restarts=workload.restarts,
         )
         self.kube.patch_status("JobSet", name, status, namespace)
         pods = workload.parallelism or workload.shape.nodes

@@ -151,13 +151,16 @@ def jobset(
     }
 
 
-def jobset_status(*, replicas: int, ready: int, since: str, terminal: str | None = None) -> Obj:
-    """JobSet status: ``ready`` of ``replicas`` Jobs ready, or ended as ``terminal``.
+def jobset_status(
+    *, replicas: int, ready: int, since: str, terminal: str | None = None, restarts: int = 0
+) -> Obj:
+    """JobSet status: ``ready`` of ``replicas`` Jobs ready, or ended as ``terminal``, after
+    ``restarts`` restarts.
 
     ``terminal`` is ``Completed``, ``Failed`` or ``Suspended`` (``labels.JOBSET_*``).
     """
     counts = {"active": replicas, "ready": ready, "succeeded": 0, "failed": 0, "suspended": 0}
-    status: Obj = {"restarts": 0, "conditions": []}
+    status: Obj = {"restarts": restarts, "conditions": []}
     if terminal is not None:
         reason, message = _TERMINAL_REASONS[terminal]
         status["conditions"] = [condition(terminal, labels.TRUE, reason, message, since)]

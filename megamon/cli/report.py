@@ -236,7 +236,8 @@ def read_resources(
         gaps = unobserved_gaps(history.observed, now, UNOBSERVED_SLACK_NS)
         for key, record in history.records.items():
             attrs = history.attrs.get(key) or kind_labels.get(key, {})
-            yield Resource(kind, key, record, attrs, unobserved=gaps)
+            detail = history.details.get(key, "")
+            yield Resource(kind, key, record, attrs, unobserved=gaps, detail=detail)
         for key in store.archived_keys(kind):
             for entry in store.read_archive(kind, key):
                 yield Resource(kind, entry.key, entry.record, entry.attrs, entry.retired_at, gaps)

@@ -21,6 +21,7 @@ from megamon.summary.availability import (
     AvailabilityReport,
     ResourceAvailability,
 )
+from megamon.summary.chips import ChipFigures, DownNow, chip_figures, down_now
 
 T = TypeVar("T")
 
@@ -133,6 +134,22 @@ AGGREGATE_COLUMNS: tuple[Column[Aggregate], ...] = (
 )
 
 
+CHIP_COLUMNS: tuple[Column[ChipFigures], ...] = (
+    Column("KIND", lambda c: c.kind.value),
+    Column("ACCELERATOR", lambda c: c.accelerator or NONE_TEXT),
+    Column("TOPOLOGY", lambda c: c.topology or NONE_TEXT),
+    Column("CHIPS", lambda c: str(c.chips), right=True),
+    Column("CHIP-AVAIL", lambda c: percent_text(c.availability), right=True),
+    Column("CHIP-HOURS-DOWN", lambda c: f"{c.down_chip_seconds / 3600:.1f}", right=True),
+)
+
+
+def down_now_line(down: DownNow, now: int) -> str:
+    """``jobset ml/train down 14m: node pool v5p-128-a, maintenance``."""
+    r = down.figures.resource
+    return f"{r.kind.value} {r.name} down {duration_text(now - down.since)}: {down.cause}"
+
+
 def text_table(columns: Sequence[Column[T]], rows: Sequence[T]) -> list[str]:
     """Aligned lines: a header and one line per row, columns two spaces apart."""
     cells = [[c.header for c in columns]] + [[c.cell(row) for c in columns] for row in rows]
@@ -156,6 +173,14 @@ def render_table(report: AvailabilityReport) -> str:
     lines += text_table(RESOURCE_COLUMNS, report.resources)
     lines += ["", "By kind, accelerator and topology:"]
     lines += text_table(AGGREGATE_COLUMNS, report.aggregates)
+    chips = chip_figures(report.resources)
+    if chips:
+        lines += ["", "Weighted by TPU chips:"]
+        lines += text_table(CHIP_COLUMNS, chips)
+    down = down_now(report.resources)
+    if down:
+        lines += ["", "Down now after an interruption:"]
+        lines += [f"  {down_now_line(d, report.window.now)}" for d in down]
     return "\n".join(lines) + "\n"
 
 
@@ -233,4 +258,31 @@ def report_dict(report: AvailabilityReport) -> dict[str, Any]:
         "availabilityDefinition": AVAILABILITY_DEFINITION,
         "resources": [resource_dict(f) for f in report.resources],
         "aggregates": [aggregate_dict(a) for a in report.aggregates],
+        "chips": [chip_dict(c) for c in chip_figures(report.resources)],
+        "downNow": [down_dict(d, report.window.now) for d in down_now(report.resources)],
+    }
+
+
+def chip_dict(chips: ChipFigures) -> dict[str, Any]:
+    return {
+        "kind": chips.kind.value,
+        "accelerator": chips.accelerator,
+        "topology": chips.topology,
+        "chips": chips.chips,
+        "chipAvailabilityPercent": chips.availability,
+        "upChipSeconds": chips.up_chip_seconds,
+        "downChipSeconds": chips.down_chip_seconds,
+    }
+
+
+def down_dict(down: DownNow, now: int) -> dict[str, Any]:
+    r = down.figures.resource
+    return {
+        "kind": r.kind.value,
+        "key": r.key,
+        "name": r.name,
+        "since": _time(down.since),
+        "reason": down.reason,
+        "detail": r.detail,
+        "text": down_now_line(down, now),
     }

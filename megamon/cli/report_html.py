@@ -31,7 +31,9 @@ from string import Template
 from megamon.cli.report_format import (
     AGGREGATE_COLUMNS,
     AVAILABILITY_DEFINITION,
+    CHIP_COLUMNS,
     Column,
+    down_now_line,
     duration_text,
     percent_text,
     provisioning_text,
@@ -44,6 +46,7 @@ from megamon.summary.availability import (
     BandState,
     ResourceAvailability,
 )
+from megamon.summary.chips import chip_figures, down_now
 
 TIMELINE_UNITS = 500
 """Width of a timeline in SVG user units: its drawing resolution."""
@@ -364,6 +367,25 @@ def aggregate_table(report: AvailabilityReport) -> str:
     return f'<table id="aggregates"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
 
+def chip_section(report: AvailabilityReport) -> str:
+    """Chip-weighted figures and the resources down now with their causes ("" when none)."""
+    html = ""
+    chips = chip_figures(report.resources)
+    if chips:
+        head = "".join(_header_cell(c.header, c.right) for c in CHIP_COLUMNS)
+        rows = "".join(
+            "<tr>" + "".join(_cell(c.cell(f), c.right) for c in CHIP_COLUMNS) + "</tr>"
+            for f in chips
+        )
+        html += "<h2>Weighted by TPU chips</h2>"
+        html += f'<table id="chips"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    down = down_now(report.resources)
+    if down:
+        items = "".join(f"<li>{_e(down_now_line(d, report.window.now))}</li>" for d in down)
+        html += f'<h2>Down now after an interruption</h2><ul id="down-now">{items}</ul>'
+    return html
+
+
 # (header, right-aligned, cell) of the resource rows, left of the timeline.
 _RESOURCE_CELLS: tuple[tuple[str, bool, Column[ResourceAvailability]], ...] = tuple(
     (c.header, c.right, c)
@@ -421,6 +443,7 @@ def render_html(report: AvailabilityReport) -> str:
         body = (
             "<h2>By kind, accelerator and topology</h2>"
             + aggregate_table(report)
+            + chip_section(report)
             + "<h2>Resources</h2>"
             + resource_table(report)
         )

@@ -17,7 +17,13 @@ import re
 import orjson
 
 from megamon.domain import timestamps
-from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
+from megamon.domain.events import (
+    FLAG_EXPECTED_DOWN,
+    FLAG_FAILED,
+    FLAG_UP,
+    EventRecord,
+    reason_bits,
+)
 
 _RECORD = re.compile(rb'"((?:[^"\\]|\\.)*)":\{"upEvents":\[([^\]]*)\]\}(,|\}\Z)', re.DOTALL)
 
@@ -31,7 +37,7 @@ def _events(body: bytes, cache: dict[str, int]) -> EventRecord | None:
     ts: list[int] = []
     flags = bytearray()
     for event in events:
-        if type(event) is not dict or len(event) > 4:
+        if type(event) is not dict or len(event) > 5:
             return None
         up, text = event.get("up"), event.get("ts")
         ed, failed = event.get("ed", False), event.get("f", False)
@@ -45,11 +51,13 @@ def _events(body: bytes, cache: dict[str, int]) -> EventRecord | None:
                 value = cache[text] = timestamps.parse(text)
             except timestamps.TimestampError:
                 return None
+        reason = event.get("reason")  # megamon's; anything but a known reason is ignored
         ts.append(value)
         flags.append(
             (FLAG_UP if up else 0)
             | (FLAG_EXPECTED_DOWN if ed else 0)
             | (FLAG_FAILED if failed else 0)
+            | (reason_bits(reason) if type(reason) is str and not up else 0)
         )
     return EventRecord.trusted(tuple(ts), bytes(flags))
 

@@ -13,6 +13,9 @@ would write::
   order ``up, ed, f, ts`` (Go's struct order); keys sorted, no whitespace (``json.Marshal``).
 - ``ts`` is RFC 3339 with up to nine fractional digits, read as integer nanoseconds in any
   offset and written in UTC with a trailing ``Z`` (``time.RFC3339Nano``).
+- ``reason`` (since v0.2.0) last, on a down event whose reason is known: why it went down
+  (``megamon.domain.interruptions``). The Go megamon ignores it, as every unknown key; read
+  back here, a value that is not one of the reasons is ignored likewise.
 - Read as Go's decoder reads it: keys in any letter case (``UP``, ``Ts``, ``UpEvents``),
   unknown fields ignored, ``null`` or a missing ``up``/``ed``/``f`` is false, and ``null``
   stands for an empty file, record or event list.
@@ -34,6 +37,8 @@ from megamon.domain.events import (
     FLAG_UP,
     ArchiveEntry,
     EventRecord,
+    reason_bits,
+    reason_of,
 )
 from megamon.errors import EventFileError
 
@@ -51,6 +56,15 @@ class _TimestampCache(dict[str, int]):
 
 _EVENT_FIELDS = {"up": FLAG_UP, "ed": FLAG_EXPECTED_DOWN, "f": FLAG_FAILED}
 _TS = "ts"
+REASON = "reason"
+_OTHER_FIELDS = frozenset((_TS, REASON))
+
+
+def _reason_bits(value: object) -> int:
+    """A ``reason`` as flag bits; anything but a known reason is ignored, as Go ignores it."""
+    return reason_bits(value) if type(value) is str else 0
+
+
 _FOLDED_UP_EVENTS = UP_EVENTS.lower()
 
 
@@ -73,9 +87,9 @@ def _decode_event(raw: Any, cache: _TimestampCache) -> tuple[int, int]:
     values: dict[str, Any] = {}
     for key, value in raw.items():
         folded = _fold(key)
-        if value is not None and (folded in _EVENT_FIELDS or folded == _TS):
+        if value is not None and (folded in _EVENT_FIELDS or folded in _OTHER_FIELDS):
             values[folded] = value  # a null leaves the field as it was (a bool, a time)
-    flags = 0
+    flags = 0 if values.get("up") is True else _reason_bits(values.get(REASON))
     for name, bit in _EVENT_FIELDS.items():
         value = values.get(name)
         if value is True:
@@ -122,19 +136,21 @@ def _decode_record(raw: Any, cache: _TimestampCache, source: str, key: str) -> E
         if type(event) is dict:
             up, text = event.get("up"), event.get("ts")
             ed, failed = event.get("ed", False), event.get("f", False)
+            reason = event.get(REASON)
             if (
                 type(up) is bool
                 and type(text) is str
                 and (ed is False or ed is True)
                 and (failed is False or failed is True)
-                and len(event) == 2 + ed + failed  # nothing else: no other spelling
+                and len(event) == 2 + ed + failed + (reason is not None)  # no other spelling
             ):
                 try:
                     ts.append(cache[text])
                 except timestamps.TimestampError:
                     pass
                 else:
-                    flags.append(up + (ed << 1) + (failed << 2))
+                    bits = 0 if up or reason is None else _reason_bits(reason)
+                    flags.append(up + (ed << 1) + (failed << 2) + bits)
                     continue
         try:
             t, f = _decode_event(event, cache)
@@ -174,6 +190,9 @@ def _event_json(ts: str, flags: int) -> str:
     up = "true" if flags & FLAG_UP else "false"
     ed = ',"ed":true' if flags & FLAG_EXPECTED_DOWN else ""
     failed = ',"f":true' if flags & FLAG_FAILED else ""
+    reason = reason_of(flags)
+    if reason:
+        return f'{{"up":{up}{ed}{failed},"ts":"{ts}","reason":"{reason}"}}'
     return f'{{"up":{up}{ed}{failed},"ts":"{ts}"}}'
 
 

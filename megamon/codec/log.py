@@ -6,11 +6,15 @@ bucket as it is (docs/history.md)::
 
     {"type":"event","cluster":"c","kind":"nodepool","key":"np-a","ts":"2026-05-04T18:23:24Z",
      "tsNs":1777919004000000000,"state":"down","up":false,"ed":false,"f":false,
-     "attrs":{...},"since":null}
+     "attrs":{...},"since":null,"reason":"maintenance","detail":null}
 
 - ``type`` ``event``: one up/down event (``state`` is ``up``, ``down``, ``expected-down`` or
   ``failed``; ``up``/``ed``/``f`` are the Go megamon's flags). ``attrs`` are the key's
   attributes when the event was recorded.
+- ``reason`` (since v0.2.0): why a down event went down (``megamon.domain.interruptions``),
+  ``null`` on up events, other lines and events without one; ``detail`` what goes with it
+  (GKE's status message for ``error``, the node pools of a JobSet's ``nodepool``), or
+  ``null``. Segments written before v0.2.0 lack both columns and read as ``null``.
 - ``attrs``: the key's attributes changed (no event); ``retired``: the key is no longer
   observed (it leaves the live set, its history is in ``archive/``).
 - ``observed``: a heartbeat, key ``""``: the writer has been observing without a break from
@@ -30,7 +34,13 @@ from typing import Any
 import orjson
 
 from megamon.domain import timestamps
-from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP
+from megamon.domain.events import (
+    FLAG_EXPECTED_DOWN,
+    FLAG_FAILED,
+    FLAG_UP,
+    reason_bits,
+    reason_of,
+)
 from megamon.errors import EventFileError
 
 TYPE_EVENT = "event"
@@ -55,6 +65,8 @@ class LogLine:
     flags: int = 0
     attrs: Mapping[str, object] | None = None
     since: int | None = None
+    detail: str = ""
+    """What goes with a down event's reason (the reason itself is in ``flags``)."""
 
 
 def state_name(flags: int) -> str:
@@ -83,6 +95,8 @@ def _line_dict(cluster: str, kind: str, line: LogLine) -> dict[str, Any]:
         "f": bool(line.flags & FLAG_FAILED) if is_event else None,
         "attrs": dict(line.attrs) if line.attrs is not None else None,
         "since": line.since,
+        "reason": (reason_of(line.flags) or None) if is_event else None,
+        "detail": line.detail or None,
     }
 
 
@@ -106,6 +120,12 @@ def _decode_line(raw: Any) -> LogLine:
             raise ValueError("an event needs boolean 'up', 'ed' and 'f'")
         flags = (FLAG_UP if up else 0) | (FLAG_EXPECTED_DOWN if ed else 0)
         flags |= FLAG_FAILED if failed else 0
+        reason = raw.get("reason")
+        if not up and type(reason) is str:
+            flags |= reason_bits(reason)  # an unknown reason is ignored, as the snapshot's
+    detail = raw.get("detail")
+    if detail is not None and type(detail) is not str:
+        raise ValueError("'detail' must be a string or null")
     attrs = raw.get("attrs")
     if attrs is not None and type(attrs) is not dict:
         raise ValueError("'attrs' must be an object or null")
@@ -114,7 +134,7 @@ def _decode_line(raw: Any) -> LogLine:
         raise ValueError("'since' must be an integer or null")
     if kind == TYPE_OBSERVED and since is None:
         raise ValueError("a heartbeat needs 'since'")
-    return LogLine(kind, key, ts, flags, attrs, since)
+    return LogLine(kind, key, ts, flags, attrs, since, detail or "")
 
 
 def decode_segment(data: bytes, source: str) -> list[LogLine]:

@@ -245,6 +245,9 @@ class KindDescription(_Part):
     Failed: list[Condition] = []
     Suspended: list[Condition] = []
     NodeSelector: NodeSelectorPaths | None = None
+    Restarts: Count | None = None
+    """A count of how many times the resource restarted (JobSet ``status.restarts``),
+    published as ``megamon_<Noun>_restarts``; no series without it."""
     Labels: LabelNames
     EventFile: str
     Title: str = ""
@@ -290,6 +293,7 @@ class KindDescription(_Part):
             f"{stem}UpSummaries",
             self.Title or self.Noun,
             (self.Labels.Name, self.Labels.Namespace, self.Labels.UID),
+            restarts=self.Restarts is not None,
         )
 
     @property

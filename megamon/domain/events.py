@@ -13,10 +13,27 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from megamon.domain.interruptions import REASONS
+
 # Bits of an event's flag byte.
 FLAG_UP = 1
 FLAG_EXPECTED_DOWN = 2
 FLAG_FAILED = 4
+REASON_SHIFT = 3
+"""Bits 3-7 of a down event's flag byte: its reason, as 1 + the index in ``REASONS`` (0:
+none, as in every event the Go megamon wrote). The flag tests above stay bitwise."""
+_REASON_CODES = {reason: index + 1 for index, reason in enumerate(REASONS)}
+
+
+def reason_bits(reason: str) -> int:
+    """The flag bits of ``reason`` (0 for ``""`` or a reason not in the set)."""
+    return _REASON_CODES.get(reason, 0) << REASON_SHIFT
+
+
+def reason_of(flags: int) -> str:
+    """The reason a flag byte carries, ``""`` when none."""
+    code = flags >> REASON_SHIFT
+    return REASONS[code - 1] if 0 < code <= len(REASONS) else ""
 
 
 class UpEvent(BaseModel):
@@ -29,6 +46,8 @@ class UpEvent(BaseModel):
     """Nanoseconds since the Unix epoch, UTC."""
     expected_down: bool = False
     failed: bool = False
+    reason: str = ""
+    """Why it went down (``megamon.domain.interruptions``); ``""`` on up events."""
 
     @property
     def flags(self) -> int:
@@ -36,6 +55,7 @@ class UpEvent(BaseModel):
             (FLAG_UP if self.up else 0)
             | (FLAG_EXPECTED_DOWN if self.expected_down else 0)
             | (FLAG_FAILED if self.failed else 0)
+            | (0 if self.up else reason_bits(self.reason))
         )
 
     @classmethod
@@ -45,6 +65,7 @@ class UpEvent(BaseModel):
             ts=ts,
             expected_down=bool(flags & FLAG_EXPECTED_DOWN),
             failed=bool(flags & FLAG_FAILED),
+            reason=reason_of(flags),
         )
 
 

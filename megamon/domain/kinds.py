@@ -30,6 +30,8 @@ class KindSpec:
     """How the metric HELP texts name one resource of the kind (``JobSet``)."""
     workload_labels: tuple[str, str, str] = ("", "", "")
     """A described kind's label keys for ``Attrs.workload_name``, ``_namespace``, ``_uid``."""
+    restarts: bool = False
+    """Whether the kind reads a restart count (``megamon_<kind>_restarts``)."""
 
 
 class Kind(StrEnum):
@@ -73,7 +75,9 @@ BUILTIN_VALUES: Final = frozenset(kind.value for kind in Kind)
 
 KIND_SPECS: dict[Kind, KindSpec] = {
     Kind.NODEPOOL: KindSpec("node-pools.json", "nodePoolsUp", "nodePoolsUpSummaries", "node pool"),
-    Kind.JOBSET: KindSpec("jobsets.json", "jobSetsUp", "jobSetsUpSummaries", "JobSet"),
+    Kind.JOBSET: KindSpec(
+        "jobsets.json", "jobSetsUp", "jobSetsUpSummaries", "JobSet", restarts=True
+    ),
     Kind.JOBSET_NODES: KindSpec(
         "jobset-nodes.json", "jobSetNodesUp", "jobSetNodesUpSummaries", "JobSet's nodes"
     ),

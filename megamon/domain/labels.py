@@ -12,6 +12,12 @@ SPOT = "cloud.google.com/gke-spot"
 PROVISIONER_JOBSET_NAMESPACE = "google.com/tpu-provisioner-jobset-namespace"
 PROVISIONER_JOBSET_NAME = "google.com/tpu-provisioner-jobset-name"
 
+# GKE maintenance signals on nodes ("Manage GKE node disruption for GPUs and TPUs").
+ACTIVE_NODE_MAINTENANCE = "cloud.google.com/active-node-maintenance"
+MAINTENANCE_ONGOING = "ONGOING"
+TAINT_MAINTENANCE_WINDOW_STARTED = "cloud.google.com/maintenance-window-started"
+TAINT_IMPENDING_NODE_TERMINATION = "cloud.google.com/impending-node-termination"
+
 # Pod labels.
 JOB_NAME = "batch.kubernetes.io/job-name"
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from megamon.domain.interruptions import NO_CAUSE, Cause
 from megamon.domain.rules.upness import is_up
 
 
@@ -61,6 +62,14 @@ class Observation(BaseModel):
     failed: bool = False
     up: bool = False
     attrs: Attrs = Attrs()
+    reason: str = ""
+    """Why it is down (``megamon.domain.interruptions``): set on a down observation that is not
+    expected down, ``""`` otherwise; kept on the down event of the history."""
+    reason_detail: str = ""
+    """What goes with the reason: GKE's status message (``error``), node pools (``nodepool``)."""
+    restarts: int | None = None
+    """How many times the resource restarted, where its kind reads it (JobSet
+    ``status.restarts``); not in the report JSON, published as ``megamon_<kind>_restarts``."""
 
     @classmethod
     def build(
@@ -74,8 +83,17 @@ class Observation(BaseModel):
         expected_down: bool = False,
         failed: bool = False,
         attrs: Attrs | None = None,
+        restarts: int | None = None,
+        cause: Cause = NO_CAUSE,
     ) -> Observation:
-        """An observation whose ``up`` follows the upness rule; expected-down is never up."""
+        """An observation whose ``up`` follows the upness rule; expected-down is never up.
+
+        ``cause`` is kept only when the observation is down and not expected down (an
+        interruption, or a resource not up yet); the observers of kinds with reasons give
+        one, ``unknown`` at the least."""
+        up = is_up(expected, ready, unknown, threshold) and not expected_down
+        if up or expected_down:
+            cause = NO_CAUSE
         return cls(
             expected=expected,
             ready=ready,
@@ -83,6 +101,9 @@ class Observation(BaseModel):
             status=status,
             expected_down=expected_down,
             failed=failed,
-            up=is_up(expected, ready, unknown, threshold) and not expected_down,
+            up=up,
             attrs=attrs or Attrs(),
+            reason=cause.reason,
+            reason_detail=cause.detail,
+            restarts=restarts,
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from megamon.domain.distributions import Histogram, SeriesKey, Shape
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.domain.summaries import Summary
@@ -42,6 +43,11 @@ class Report(BaseModel):
     scheduling: dict[str, ScheduledJob] = {}
     observed_at: dict[str, int] = {}
     """Per source (``gke``, ``kubernetes``): when it was last observed successfully (ns)."""
+    distributions: tuple[tuple[SeriesKey, Histogram], ...] = ()
+    """Histograms of every kind from the durable history (``summary.distributions``): copies,
+    in a stable order; not in the report JSON."""
+    chips_down: tuple[tuple[str, Shape, str, float], ...] = ()
+    """Chip-seconds down by (kind, shape, reason), closed and ongoing interruptions."""
 
     def kind(self, kind: Kind) -> KindReport:
         return self.kinds.get(kind, KindReport())

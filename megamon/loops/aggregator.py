@@ -20,9 +20,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from megamon.domain.events import EventRecord
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.domain.rejections import Rejection
@@ -43,6 +44,7 @@ from megamon.sources.gke.lister import NodePoolLister
 from megamon.sources.gke.views import NodePoolView
 from megamon.sources.kube.cluster import ClusterView
 from megamon.sources.kube.snapshot import ClusterSnapshot
+from megamon.summary.distributions import DistributionTally
 from megamon.summary.report import SettledMemo, build_report
 from megamon.telemetry import Instruments
 
@@ -116,6 +118,8 @@ class Aggregator:
         self._observed_at: dict[str, int] = {}
         self._report: Report | None = None
         self._memo = SettledMemo()
+        self._distributions = DistributionTally()
+        self._archives_counted = False
         self._memos = memos or Memos()
         self._record_lock = threading.Lock()
         self._problems_seen: set[Problem] = set()
@@ -268,6 +272,7 @@ class Aggregator:
             return None
         with self._record_lock:  # observations and records of the same batch
             observations, records = self._latest.snapshot(), self._log.records()
+        self._count_distributions(observations, records)
         report = build_report(
             observations,
             records,
@@ -277,10 +282,41 @@ class Aggregator:
             now=now,
             memo=self._memo,
         )
+        tally = self._distributions
+        chips = tuple(
+            (kind, shape, reason, seconds)
+            for (kind, shape, reason), seconds in sorted(
+                tally.chips_down(now).items(), key=lambda item: (item[0][0], str(item[0][1:]))
+            )
+        )
+        report = report.model_copy(update={"distributions": tally.frozen(), "chips_down": chips})
         self._report = report
         self._export(report)
         self._instruments.aggregation_duration.observe(time.perf_counter() - start)
         return report
+
+    def _count_distributions(
+        self,
+        observations: Mapping[Kind, Mapping[str, Observation]],
+        records: Mapping[Kind, Mapping[str, EventRecord]],
+    ) -> None:
+        """The histograms from the history: archived resources once (at the first cycle whose
+        archives can be read), then each cycle's live records."""
+        if not self._archives_counted:
+            try:
+                for kind in sorted(self._kinds, key=str):
+                    for key in self._log.store.archived_keys(kind):
+                        for entry in self._log.store.read_archive(kind, key):
+                            self._distributions.add_archived(kind.value, entry.record, entry.attrs)
+            except MegamonError as err:
+                log.warning("histograms: cannot read the archive yet (retried): %s", err)
+                self._distributions = DistributionTally()
+            else:
+                self._archives_counted = True
+        for kind in self._kinds:
+            kind_obs = observations.get(kind, {})
+            attrs = {key: obs.attrs for key, obs in kind_obs.items()}
+            self._distributions.update(kind.value, records.get(kind, {}), attrs)
 
     # Loops ---------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.domain.owners import SliceOwner
 from megamon.domain.reports import ScheduledJob
+from megamon.observing.attribution import jobset_pools_down
 from megamon.observing.common import Memos, Observed, Problem, Settings
 from megamon.observing.described import DescribedObserver
 from megamon.observing.nodepools import observe_nodepools
@@ -72,7 +73,8 @@ def observe_workloads(
     result = WorkloadObservation(owner_map=dict(owner_map))
     builtin = observers.builtin
     if Kind.JOBSET in kinds:
-        _take(result, Kind.JOBSET, builtin.jobsets(jobsets, settings))
+        pools_down = jobset_pools_down(snapshot.nodes, snapshot.leader_pods.values(), now, settings)
+        _take(result, Kind.JOBSET, builtin.jobsets(jobsets, settings, pools_down))
     if Kind.JOBSET_NODES in kinds:
         nodes = snapshot.nodes.values()
         _take(result, Kind.JOBSET_NODES, builtin.jobset_nodes(jobsets, nodes, now, settings))

@@ -8,13 +8,16 @@ as an interruption. Chips are Σ replicas × chips of each pod template's TPU to
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from functools import partial
 
 from megamon.domain.descriptions import COMPLETED, WORKLOAD_UID, KindDescription
+from megamon.domain.interruptions import NO_CAUSE, Cause, workload_cause
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation, WorkloadAttrs
 from megamon.domain.rules import tpu
+from megamon.domain.rules.upness import is_up
 from megamon.observing.common import Observed, Reuse, Settings, problem_of
 from megamon.sources.kube.described import DescribedView
 
@@ -37,8 +40,45 @@ def described_attrs(view: DescribedView, fields: tuple[str, str, str]) -> Attrs:
     )
 
 
+PoolsDown = Callable[[DescribedView], tuple[str, ...]]
+"""The node pools a workload runs on that are down now (``()`` when none, or unknown)."""
+
+
+def no_pools(view: DescribedView) -> tuple[str, ...]:
+    return ()
+
+
+@dataclass
+class Causes:
+    """What the observer of one kind needs, beyond the object, to say why a resource is down:
+    each resource's restart count when it was last seen up (kept from call to call, in the
+    observer object), and the down node pools it runs on."""
+
+    restarts_when_up: dict[str, int] = field(default_factory=dict)
+    pools_down: PoolsDown = no_pools
+
+
+def _down(view: DescribedView, settings: Settings) -> bool:
+    """Whether the observation will be down and not expected down (the same rule as build)."""
+    if view.meaning == COMPLETED:
+        return False
+    return bool(view.terminal) or not is_up(view.expected, view.ready, 0, settings.threshold)
+
+
+def _cause(view: DescribedView, causes: Causes, settings: Settings) -> Cause:
+    if not _down(view, settings):
+        return NO_CAUSE
+    last = causes.restarts_when_up.get(view.uid)
+    restarted = view.restarts is not None and last is not None and view.restarts > last
+    pools = causes.pools_down(view) if not view.terminal else ()
+    return workload_cause(meaning=view.meaning, pools_down=pools, restarted=restarted)
+
+
 def described_observation(
-    view: DescribedView, fields: tuple[str, str, str], settings: Settings
+    view: DescribedView,
+    fields: tuple[str, str, str],
+    settings: Settings,
+    cause: Cause = NO_CAUSE,
 ) -> Observation:
     return Observation.build(
         expected=view.expected,
@@ -47,6 +87,8 @@ def described_observation(
         status=view.terminal,
         expected_down=view.meaning == COMPLETED,
         attrs=described_attrs(view, fields),
+        restarts=view.restarts,
+        cause=cause,
     )
 
 
@@ -60,18 +102,29 @@ def observe_described(
     fields: tuple[str, str, str],
     settings: Settings,
     reuse: Reuse[str, Observation],
+    *,
+    causes: Causes | None = None,
 ) -> Observed:
-    """Keyed by UID: each resource's expected vs ready, as its description reads them."""
+    """Keyed by UID: each resource's expected vs ready, as its description reads them, and
+    why it is down (``causes``: restart counts are remembered there while resources are up)."""
+    causes = causes or Causes()
     result = Observed()
+    seen: dict[str, int] = {}
     with reuse.call() as get:
         for view in views:
-            inputs = (view, fields, settings)
             try:
+                inputs = (view, fields, settings, _cause(view, causes, settings))
                 observation = get(view.uid, inputs, partial(described_observation, *inputs))
             except Exception as err:  # one object, never the cycle
                 result.problems.append(problem_of(kind, _subject(view), err))
                 continue
             result.observations[view.uid] = observation
+            last = causes.restarts_when_up.get(view.uid)
+            if observation.up and view.restarts is not None:
+                seen[view.uid] = view.restarts
+            elif last is not None:
+                seen[view.uid] = last
+    causes.restarts_when_up = seen
     return result
 
 
@@ -84,6 +137,9 @@ class DescribedObserver:
         self.kind = description.kind
         self._fields = description.Labels.attr_fields()
         self._reuse: Reuse[str, Observation] = Reuse()
+        self._causes = Causes()
 
     def __call__(self, views: Iterable[DescribedView], settings: Settings) -> Observed:
-        return observe_described(self.kind, views, self._fields, settings, self._reuse)
+        return observe_described(
+            self.kind, views, self._fields, settings, self._reuse, causes=self._causes
+        )

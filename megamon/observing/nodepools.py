@@ -11,10 +11,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 from functools import partial
 
+from megamon.domain import interruptions
+from megamon.domain.interruptions import NodeSignals
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
 from megamon.domain.rules import tpu
-from megamon.domain.rules.readiness import Readiness, node_readiness
+from megamon.domain.rules.readiness import CONDITION_UNKNOWN, Readiness, node_readiness
+from megamon.domain.rules.upness import is_up
 from megamon.errors import ObservationError
 from megamon.observing.common import (
     REASON_UNKNOWN_NODEPOOL,
@@ -24,7 +27,13 @@ from megamon.observing.common import (
     Settings,
     problem_of,
 )
-from megamon.sources.gke.views import EXPECTED_DOWN_STATUSES, FAILED_STATUSES, NodePoolView
+from megamon.sources.gke.views import (
+    EXPECTED_DOWN_STATUSES,
+    FAILED_STATUSES,
+    STATUS_PROVISIONING,
+    STATUS_RECONCILING,
+    NodePoolView,
+)
 from megamon.sources.kube.projections import NodeView
 
 
@@ -39,6 +48,38 @@ def _count(nodes: list[NodeView], now: int, settings: Settings) -> tuple[int, in
         elif state is Readiness.UNKNOWN:
             unknown += 1
     return ready, unknown
+
+
+def _signals(nodes: list[NodeView], now: int, settings: Settings) -> NodeSignals:
+    """What a down pool's nodes say about why (a second pass, over down pools only)."""
+    lost = not_ready = maintenance = terminating = cordoned = 0
+    for node in nodes:
+        state = node_readiness(node.ready_status, node.ready_since_ns, now, settings.grace_ns)
+        if state is Readiness.NOT_READY:
+            if node.ready_status == CONDITION_UNKNOWN:
+                lost += 1
+            else:
+                not_ready += 1
+        if node.maintenance == interruptions.NODE_MAINTENANCE_ACTIVE:
+            maintenance += 1
+        elif node.maintenance == interruptions.NODE_MAINTENANCE_TERMINATING:
+            terminating += 1
+        cordoned += node.unschedulable
+    return NodeSignals(len(nodes), lost, not_ready, maintenance, terminating, cordoned)
+
+
+def _cause(pool: NodePoolView, expected: int, signals: NodeSignals | None) -> interruptions.Cause:
+    if signals is None:
+        return interruptions.NO_CAUSE
+    return interruptions.nodepool_cause(
+        failed=pool.status in FAILED_STATUSES,
+        reconciling=pool.status == STATUS_RECONCILING,
+        provisioning=pool.status == STATUS_PROVISIONING,
+        message=pool.status_message,
+        expected=expected,
+        spot=pool.spot,
+        nodes=signals,
+    )
 
 
 def _size(pool: NodePoolView, nodes: list[NodeView]) -> tuple[str, int]:
@@ -84,6 +125,7 @@ def _observation(  # noqa: PLR0917 - called with the reuse key spread out
     unknown: int,
     accelerator: str,
     settings: Settings,
+    signals: NodeSignals | None = None,
 ) -> Observation:
     return Observation.build(
         expected=expected,
@@ -100,6 +142,7 @@ def _observation(  # noqa: PLR0917 - called with the reuse key spread out
             tpu_chip_count=tpu.topology_chips(topology),
             spot=pool.spot,
         ),
+        cause=_cause(pool, expected, signals),
     )
 
 
@@ -130,7 +173,11 @@ def observe_nodepools(
                 continue
             ready, unknown = _count(members, now, settings)
             accelerator = pool.accelerator or next((n.accelerator for n in members), "")
-            inputs = (pool, topology, expected, ready, unknown, accelerator, settings)
+            signals = None
+            expected_down = pool.status in EXPECTED_DOWN_STATUSES
+            if not expected_down and not is_up(expected, ready, unknown, settings.threshold):
+                signals = _signals(members, now, settings)  # why it is down
+            inputs = (pool, topology, expected, ready, unknown, accelerator, settings, signals)
             built = reuse(pool.name, inputs, partial(_observation, *inputs))
             result.observations[pool.name] = built
     for name, orphans in sorted(by_pool.items()):

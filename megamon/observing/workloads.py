@@ -16,7 +16,13 @@ from megamon.domain.descriptions import JOBSET_DESCRIPTION, LWS_DESCRIPTION, shi
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.observing.common import Observed, Reuse, Settings, problem_of
-from megamon.observing.described import described_attrs, observe_described
+from megamon.observing.described import (
+    Causes,
+    PoolsDown,
+    described_attrs,
+    no_pools,
+    observe_described,
+)
 from megamon.observing.nodepools import _count
 from megamon.sources.kube.projections import JobSetView, LwsView, NodeView
 
@@ -53,17 +59,29 @@ class WorkloadObserver:
         self._jobsets: Reuse[str, Observation] = Reuse()
         self._jobset_nodes: Reuse[str, Observation] = Reuse()
         self._lws: Reuse[str, Observation] = Reuse()
+        self._jobset_causes = Causes()
+        self._lws_causes = Causes()
 
-    def jobsets(self, jobsets: Iterable[JobSetView], settings: Settings) -> Observed:
+    def jobsets(
+        self,
+        jobsets: Iterable[JobSetView],
+        settings: Settings,
+        pools_down: PoolsDown | None = None,
+    ) -> Observed:
         """Keyed by JobSet UID: replicated Jobs expected vs ready (the JobSet description).
 
         A JobSet in a terminal state runs nothing, whatever its last ready count says:
         Completed is expected down (a planned end), Failed and Suspended are down and count
         as interruptions. TPU accelerator, topology and spot come from the last replicated
-        job that names them, as the Go megamon reads them.
+        job that names them, as the Go megamon reads them. ``pools_down`` names the down
+        node pools a JobSet runs on (``observing.attribution``): its ``nodepool`` reason.
         """
         views = (js.described for js in jobsets)
-        return observe_described(Kind.JOBSET, views, JOBSET_FIELDS, settings, self._jobsets)
+        causes = self._jobset_causes
+        causes.pools_down = pools_down or no_pools
+        return observe_described(
+            Kind.JOBSET, views, JOBSET_FIELDS, settings, self._jobsets, causes=causes
+        )
 
     def jobset_nodes(
         self, jobsets: Iterable[JobSetView], nodes: Iterable[NodeView], now: int, settings: Settings
@@ -92,7 +110,9 @@ class WorkloadObserver:
     def leaderworkersets(self, lwss: Iterable[LwsView], settings: Settings) -> Observed:
         """Keyed by LWS UID: replicas expected vs ready (the LeaderWorkerSet description)."""
         views = (lws.described for lws in lwss)
-        return observe_described(Kind.LEADERWORKERSET, views, LWS_FIELDS, settings, self._lws)
+        return observe_described(
+            Kind.LEADERWORKERSET, views, LWS_FIELDS, settings, self._lws, causes=self._lws_causes
+        )
 
 
 def observe_jobsets(jobsets: Iterable[JobSetView], settings: Settings) -> Observed:

@@ -21,7 +21,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
+from megamon.domain.events import (
+    FLAG_EXPECTED_DOWN,
+    FLAG_FAILED,
+    FLAG_UP,
+    EventRecord,
+    reason_bits,
+)
 from megamon.domain.observations import Observation
 
 MAX_CLOCK_SKEW_NS = 3600 * 1_000_000_000
@@ -36,8 +42,11 @@ def stamp(now: int, last: int) -> int:
 
 
 def _down_flags(observation: Observation) -> int:
-    return (FLAG_EXPECTED_DOWN if observation.expected_down else 0) | (
-        FLAG_FAILED if observation.failed else 0
+    """A down event's flags: expected down, failed, and the observation's reason."""
+    return (
+        (FLAG_EXPECTED_DOWN if observation.expected_down else 0)
+        | (FLAG_FAILED if observation.failed else 0)
+        | reason_bits(observation.reason)
     )
 
 

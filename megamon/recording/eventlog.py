@@ -42,7 +42,7 @@ from megamon.codec.log import (
     encode_segment,
 )
 from megamon.domain import timestamps
-from megamon.domain.events import ArchiveEntry, EventRecord
+from megamon.domain.events import FLAG_UP, ArchiveEntry, EventRecord
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
 from megamon.errors import Conflict, StoreError
@@ -256,9 +256,11 @@ class EventLog:
         for key in result.changed:
             old, new = before.get(key), result.records[key]
             start = len(old) if old is not None else 0
-            attrs = self._attrs(state, key, observations[key].attrs, force=True)
+            observation = observations[key]
+            attrs = self._attrs(state, key, observation.attrs, force=True)
             for ts, flags in zip(new.timestamps[start:], new.flags[start:], strict=True):
-                state.pending.append(LogLine(TYPE_EVENT, key, ts, flags, attrs))
+                detail = "" if flags & FLAG_UP else observation.reason_detail
+                state.pending.append(LogLine(TYPE_EVENT, key, ts, flags, attrs, detail=detail))
         for key, observation in observations.items():
             if key not in result.changed:
                 attrs = self._attrs(state, key, observation.attrs, force=False)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from megamon.codec.log import TYPE_ATTRS, TYPE_EVENT, TYPE_OBSERVED, TYPE_RETIRED, LogLine
-from megamon.domain.events import EventRecord
+from megamon.domain.events import FLAG_UP, EventRecord
 
 Span = tuple[int, int]
 
@@ -25,6 +25,9 @@ class Folded:
     records: dict[str, EventRecord]
     attrs: dict[str, Mapping[str, object]] = field(default_factory=dict)
     observed: list[Span] = field(default_factory=list)
+    details: dict[str, str] = field(default_factory=dict)
+    """The detail of each key's ongoing down period (GKE's message, a JobSet's node pools),
+    from the segments folded; the snapshot does not keep details."""
 
 
 class _Columns:
@@ -61,6 +64,10 @@ def fold(history: Folded, lines: Iterable[LogLine]) -> None:
             if columns is None:
                 columns = open_columns[line.key] = _Columns(history.records.get(line.key))
             columns.add(line.ts, line.flags)
+            if line.flags & FLAG_UP:
+                history.details.pop(line.key, None)
+            elif line.detail:
+                history.details[line.key] = line.detail
             if line.attrs is not None:
                 history.attrs[line.key] = line.attrs
         elif line.type == TYPE_ATTRS and line.attrs is not None:
@@ -69,6 +76,7 @@ def fold(history: Folded, lines: Iterable[LogLine]) -> None:
             open_columns.pop(line.key, None)
             history.records.pop(line.key, None)
             history.attrs.pop(line.key, None)
+            history.details.pop(line.key, None)
         elif line.type == TYPE_OBSERVED and line.since is not None:
             history.observed = add_span(history.observed, (line.since, line.ts))
     for key, columns in open_columns.items():

@@ -143,6 +143,8 @@ class Resource:
     """``None`` for a live resource."""
     unobserved: tuple[tuple[int, int], ...] = ()
     """``[start, end)`` spans when megamon was not observing (``unobserved_gaps``)."""
+    detail: str = ""
+    """What goes with the reason of its ongoing down period (from the log), if any."""
 
     @property
     def live(self) -> bool:

@@ -153,7 +153,14 @@ def test_an_empty_window_says_so() -> None:
 
 def test_json_has_resources_and_aggregates_in_nanoseconds() -> None:
     document = report_format.report_dict(_report())
-    assert set(document) == {"window", "availabilityDefinition", "resources", "aggregates"}
+    assert set(document) == {
+        "window",
+        "availabilityDefinition",
+        "resources",
+        "aggregates",
+        "chips",
+        "downNow",
+    }
     np_a = document["resources"][0]
     assert np_a["upTime"] == 8 * H and np_a["meanTimeToRecover"] == H
     assert np_a["availabilityPercent"] == pytest.approx(800 / 9)

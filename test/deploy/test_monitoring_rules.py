@@ -32,6 +32,13 @@ import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from megamon.domain.distributions import (
+    MEASURES,
+    PROVISIONING,
+    Histogram,
+    SeriesKey,
+    Shape,
+)
 from megamon.domain.events import EventRecord, UpEvent
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
@@ -160,7 +167,9 @@ def everything_report() -> Report:
     suspended = Attrs(**{**JOBSET, "jobset_name": "queued", "jobset_uid": "uid-4"})
     kinds[Kind.JOBSET] = KindReport(
         observations={
-            "full": _up(FULL_ATTRS[Kind.JOBSET]),
+            "full": Observation.build(
+                expected=4, ready=4, attrs=FULL_ATTRS[Kind.JOBSET], restarts=2
+            ),
             "completed": _down(completed, status="Completed", expected_down=True),
             "suspended": _down(suspended, status="Suspended"),
         },
@@ -175,7 +184,26 @@ def everything_report() -> Report:
         kinds=kinds,
         scheduling={"pool-ok": ScheduledJob(job_name="train-slice-0", jobset_name="train")},
         observed_at={"gke": T - S, "kubernetes": T - 2 * S},
+        distributions=_distributions(),
+        chips_down=tuple(
+            (kind.value, SHAPE, "maintenance", 960.0) for kind in (Kind.NODEPOOL, Kind.JOBSET)
+        ),
     )
+
+
+SHAPE = Shape("tpu-v5-lite-podslice", "4x4", True)
+
+
+def _distributions() -> tuple[tuple[SeriesKey, Histogram], ...]:
+    """Every histogram of the node pools and JobSets, one observation each."""
+    found = []
+    for kind in (Kind.NODEPOOL, Kind.JOBSET):
+        for measure in MEASURES:
+            histogram = Histogram()
+            histogram.add(60.0)
+            label = "success" if measure == PROVISIONING else "maintenance"
+            found.append((SeriesKey(measure, kind.value, SHAPE, label), histogram))
+    return tuple(found)
 
 
 def scrape(report: Report, *, instruments: bool = False, prefix: str = PREFIX) -> str:

@@ -58,3 +58,13 @@ def test_anything_else_is_left_to_the_general_decoder() -> None:
         b"null",
     ):
         assert scan_event_file(data) is None, data
+
+
+def test_reasons_read_as_the_decoder_reads_them() -> None:
+    for data in (
+        b'{"a":{"upEvents":[{"up":false,"ts":"2026-06-01T00:00:00Z","reason":"maintenance"}]}}',
+        b'{"a":{"upEvents":[{"up":false,"f":true,"ts":"2026-06-01T00:00:00Z","reason":"error"}]}}',
+        b'{"a":{"upEvents":[{"up":false,"ts":"2026-06-01T00:00:00Z","reason":"a-new-one"}]}}',
+        b'{"a":{"upEvents":[{"up":true,"ts":"2026-06-01T00:00:00Z","reason":"error"}]}}',
+    ):
+        assert scan_event_file(data) == codec.decode_event_file(data, "x")

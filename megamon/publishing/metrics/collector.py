@@ -22,15 +22,18 @@ the same two.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
 
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
 
+from megamon.domain import distributions
 from megamon.domain import labels as resource_states
+from megamon.domain.distributions import Histogram, SeriesKey, Shape
 from megamon.domain.kinds import Kind, kind_spec
 from megamon.domain.observations import Attrs, Observation
 from megamon.domain.reports import KindReport, Report
@@ -137,6 +140,7 @@ _SUMMARY_GAUGES: tuple[_SummaryGauge, ...] = (
 
 _UP_HELP = "1 if the {noun} is up (ready and not expected down), else 0."
 _CHIPS_HELP = "TPU chips of the {noun} (only when known)."
+_RESTARTS_HELP = "Times the {noun} restarted (its status.restarts), where megamon reads them."
 _PROVISIONING_HELP = (
     "Time the {noun} took (success, failed) or has taken so far (provisioning) to first come up."
 )
@@ -196,7 +200,8 @@ def _row_values(obs: Observation, summary: Summary | None) -> tuple[float | None
 
     In family order (``_kind_families``): ``up``; each ``_SUMMARY_GAUGES`` entry (when there
     is a summary, and the value is non-zero or always emitted); chips (when known); the
-    provisioning duration (when there is a provisioning state, which becomes its label).
+    provisioning duration (when there is a provisioning state, which becomes its label);
+    restarts (when the kind reads them).
     """
     values: list[float | None] = [1.0 if obs.up else 0.0]
     if summary is None:
@@ -210,6 +215,7 @@ def _row_values(obs: Observation, summary: Summary | None) -> tuple[float | None
         values.append(summary.provisioning_duration / NANOS_PER_SECOND)
     else:
         values.append(None)
+    values.append(None if obs.restarts is None else float(obs.restarts))
     return tuple(values)
 
 
@@ -220,12 +226,14 @@ _NO_SUMMARY = (None,) * len(_SUMMARY_GAUGES)
 
 def _kind_families(prefix: str, kind: Kind) -> list[tuple[str, str]]:
     """(name, help) of every family of ``kind``, in exposition order."""
-    noun = kind_spec(kind).noun or kind.value
+    spec = kind_spec(kind)
+    noun = spec.noun or kind.value
     specs = [
         (names.UP, _UP_HELP),
         *((spec.suffix, spec.help) for spec in _SUMMARY_GAUGES),
         (names.TPU_CHIP_COUNT, _CHIPS_HELP),
         (names.PROVISIONING_DURATION, _PROVISIONING_HELP),
+        *([(names.RESTARTS, _RESTARTS_HELP)] if spec.restarts else []),
     ]
     return [
         (names.kind_metric(prefix, kind.value, suffix), help.format(noun=noun))
@@ -249,7 +257,8 @@ class _KindTable:
         self._texts: list[str] | None = None
 
     def add(self, labels: _LabelSet, obs: Observation, summary: Summary | None) -> None:
-        values = _row_values(obs, summary)  # raises before anything is added
+        # raises before anything is added; restarts (the last value) only if the kind has them
+        values = _row_values(obs, summary)[: len(self.families)]
         self.labels.append(labels)
         self.states.append(str(summary.provisioning_state) if summary is not None else "")
         for column, value in zip(self.columns, values, strict=True):
@@ -332,6 +341,82 @@ _SUSPENDED_HELP = (
 )
 
 
+_DISTRIBUTION_HELP = {
+    distributions.TIME_TO_RECOVER: (
+        "Time to recover of the {noun}'s interruptions (down periods ended by an up), by the "
+        "reason of the interruption, from the durable history."
+    ),
+    distributions.TIME_BETWEEN_INTERRUPTIONS: (
+        "Up time of the {noun} before each interruption, by the interruption's reason, from "
+        "the durable history."
+    ),
+    distributions.PROVISIONING: (
+        "Time from the {noun}'s first observation to its first up (success) or to GKE "
+        "reporting it failed (failed), from the durable history."
+    ),
+}
+
+
+def _shape_labels(shape: Shape) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    if shape.accelerator:
+        labels[names.LABEL_TPU_ACCELERATOR] = shape.accelerator
+    if shape.topology:
+        labels[names.LABEL_TPU_TOPOLOGY] = shape.topology
+    if shape.spot:
+        labels[names.LABEL_SPOT] = names.SPOT_TRUE
+    return labels
+
+
+def _distribution_labels(key: SeriesKey) -> dict[str, str]:
+    label_key = (
+        names.LABEL_PROVISIONING_STATE
+        if key.measure == distributions.PROVISIONING
+        else names.LABEL_REASON
+    )
+    return {**_shape_labels(key.shape), label_key: key.label}
+
+
+_LE = [str(floatToGoString(b)) for b in distributions.BUCKETS_S] + ["+Inf"]  # type: ignore[no-untyped-call]
+
+
+def _histogram_samples(name: str, key: SeriesKey, histogram: Histogram) -> list[Sample]:
+    labels = _distribution_labels(key)
+    samples = [
+        Sample(f"{name}_bucket", {**labels, "le": le}, float(count))
+        for le, count in zip(_LE, histogram.cumulative(), strict=True)
+    ]
+    samples.append(Sample(f"{name}_count", labels, float(histogram.count)))
+    samples.append(Sample(f"{name}_sum", labels, histogram.total_s))
+    return samples
+
+
+_CHIPS_DOWN_HELP = (
+    "Chip-seconds the {noun}s were down in interruptions (closed and ongoing), by reason, "
+    "from the durable history; retired resources included."
+)
+_CHIP_AVAILABILITY_HELP = (
+    "Availability of the {noun}s weighted by their TPU chips: chip-seconds up over chip-seconds "
+    "observed, over the resources observed now."
+)
+
+
+def chip_availability(kind_report: KindReport) -> dict[str, float]:
+    """Per accelerator (``""`` when unknown): Σ chips × up time / Σ chips × observed time."""
+    up: dict[str, float] = {}
+    seen: dict[str, float] = {}
+    for key, obs in kind_report.observations.items():
+        summary = kind_report.summaries.get(key)
+        chips = obs.attrs.tpu_chip_count
+        if summary is None or not chips:
+            continue
+        accelerator = obs.attrs.tpu_accelerator
+        up[accelerator] = up.get(accelerator, 0.0) + chips * summary.up_time
+        total = chips * (summary.up_time + summary.down_time)
+        seen[accelerator] = seen.get(accelerator, 0.0) + total
+    return {a: up[a] / seen[a] for a in sorted(seen) if seen[a] > 0}
+
+
 def _always_leader() -> bool:
     return True
 
@@ -351,8 +436,12 @@ class ReportCollector:
         *,
         build: BuildInfo,
         described: Sequence[Kind] = (),
+        per_resource: Iterable[str] | None = None,
     ) -> None:
         self._prefix = prefix
+        self._per_resource = frozenset(per_resource) if per_resource is not None else None
+        """``PerResourceSeries``: the kinds whose per-resource series are published (None:
+        every kind); fleet-wide families (histograms, chip figures) are always published."""
         self._described = tuple(described)
         """The configuration's described kinds: their families follow the built-in kinds'."""
         self._latest = latest
@@ -371,6 +460,13 @@ class ReportCollector:
         for kind in (*Kind, *self._described):
             for name, help in _kind_families(self._prefix, kind):
                 yield GaugeMetricFamily(name, help)
+            for measure, help in _DISTRIBUTION_HELP.items():
+                yield Metric(self._distribution_name(kind.value, measure), help, "histogram")
+            for suffix, help in (
+                (names.DOWN_CHIP_SECONDS, _CHIPS_DOWN_HELP),
+                (names.CHIP_AVAILABILITY, _CHIP_AVAILABILITY_HELP),
+            ):
+                yield GaugeMetricFamily(self._distribution_name(kind.value, suffix), help)
 
     def collect(self) -> Iterator[Metric]:
         leader = self._call_is_leader()
@@ -387,10 +483,67 @@ class ReportCollector:
         yield from self._guarded("freshness", partial(self._freshness, report))
         previous, self._label_sets = self._label_sets, {}
         for kind in self._rendered_kinds(report):
-            kind_families = partial(self._kind, report, kind, previous)
-            yield from self._guarded(f"kind {kind.value}", kind_families)
-        yield from self._guarded("scheduling", partial(self._scheduling, report))
-        yield from self._guarded("suspended", partial(self._suspended, report))
+            if self._publishes(kind):
+                kind_families = partial(self._kind, report, kind, previous)
+                yield from self._guarded(f"kind {kind.value}", kind_families)
+        if self._publishes(Kind.NODEPOOL):
+            yield from self._guarded("scheduling", partial(self._scheduling, report))
+        if self._publishes(Kind.JOBSET):
+            yield from self._guarded("suspended", partial(self._suspended, report))
+        yield from self._guarded("distributions", partial(self._distributions, report))
+        yield from self._guarded("chips", partial(self._chips, report))
+
+    def _noun(self, report: Report, kind_value: str) -> str:
+        kinds = {kind.value: kind for kind in (*Kind, *self._described, *report.kinds)}
+        kind = kinds.get(kind_value)
+        return (kind_spec(kind).noun if kind is not None else "") or kind_value
+
+    def _chips(self, report: Report) -> list[Metric]:
+        """Chip-seconds down by reason, and availability weighted by chips, per kind."""
+        families: dict[str, Metric] = {}
+        for kind, shape, reason, seconds in report.chips_down:
+            family = families.get(kind)
+            if family is None:
+                name = self._distribution_name(kind, names.DOWN_CHIP_SECONDS)
+                help = _CHIPS_DOWN_HELP.format(noun=self._noun(report, kind))
+                family = families[kind] = Metric(name, help, "gauge")
+            labels = {**_shape_labels(shape), names.LABEL_REASON: reason}
+            family.samples.append(Sample(family.name, labels, seconds))
+        result = list(families.values())
+        for kind in self._rendered_kinds(report):
+            ratios = chip_availability(report.kind(kind))
+            if not ratios:
+                continue
+            name = self._distribution_name(kind.value, names.CHIP_AVAILABILITY)
+            help = _CHIP_AVAILABILITY_HELP.format(noun=self._noun(report, kind.value))
+            family = Metric(name, help, "gauge")
+            for accelerator, ratio in ratios.items():
+                labels = {names.LABEL_TPU_ACCELERATOR: accelerator} if accelerator else {}
+                family.samples.append(Sample(name, labels, ratio))
+            result.append(family)
+        return result
+
+    def _publishes(self, kind: Kind) -> bool:
+        """Whether the series budget keeps ``kind``'s per-resource series."""
+        return self._per_resource is None or kind.value in self._per_resource
+
+    def _distribution_name(self, kind: str, measure: str) -> str:
+        return names.kind_metric(self._prefix, kind, measure)
+
+    def _distributions(self, report: Report) -> list[Metric]:
+        """One histogram family per kind and measure that has observations."""
+        families: dict[tuple[str, str], Metric] = {}
+        kinds = {kind.value: kind for kind in (*Kind, *self._described, *report.kinds)}
+        for key, histogram in report.distributions:
+            family = families.get((key.kind, key.measure))
+            if family is None:
+                name = self._distribution_name(key.kind, key.measure)
+                kind = kinds.get(key.kind)
+                noun = (kind_spec(kind).noun if kind is not None else "") or key.kind
+                help = _DISTRIBUTION_HELP[key.measure].format(noun=noun)
+                family = families[(key.kind, key.measure)] = Metric(name, help, "histogram")
+            family.samples.extend(_histogram_samples(family.name, key, histogram))
+        return list(families.values())
 
     def _rendered_kinds(self, report: Report) -> list[Kind]:
         """The built-in kinds, then every described kind the report holds, by noun."""

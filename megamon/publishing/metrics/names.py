@@ -29,6 +29,12 @@ UP_TIME_BETWEEN_INTERRUPTION_MEAN: Final = "up_time_between_interruption_mean_se
 UP_TIME_BETWEEN_INTERRUPTION_LATEST: Final = "up_time_between_interruption_latest_seconds"
 TPU_CHIP_COUNT: Final = "tpu_chip_count"
 PROVISIONING_DURATION: Final = "provisioning_duration_seconds"
+RESTARTS: Final = "restarts"
+DOWN_CHIP_SECONDS: Final = "down_chip_seconds"
+"""New in 0.2.0: chip-seconds down in interruptions, by accelerator, topology, spot, reason."""
+CHIP_AVAILABILITY: Final = "chip_availability_ratio"
+"""New in 0.2.0: the kind's availability weighted by chips, by accelerator."""
+"""New in 0.2.0: ``status.restarts`` of a kind whose description reads it (JobSet)."""
 
 # Process-wide names: <prefix>_<name>.
 NODEPOOL_JOB_SCHEDULED: Final = "nodepool_job_scheduled"
@@ -58,6 +64,8 @@ LABEL_LWS_UID: Final = "lws_uid"
 
 # Other label keys.
 LABEL_PROVISIONING_STATE: Final = "provisioning_state"
+LABEL_REASON: Final = "reason"
+"""Why a resource went down (``megamon.domain.interruptions``), on the histograms (0.2.0)."""
 LABEL_JOB_NAME: Final = "job_name"
 LABEL_SOURCE: Final = "source"
 LABEL_VERSION: Final = "version"

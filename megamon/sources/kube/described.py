@@ -60,6 +60,8 @@ class DescribedView:
     tpu: TpuSelector
     shapes: tuple[tuple[str, int], ...]
     """(topology, replicas) of each pod template that asks for a TPU topology."""
+    restarts: int | None = None
+    """The description's ``Restarts`` count, ``None`` when it has none."""
 
 
 def _values(path: CompiledPath, obj: Any) -> list[Any]:
@@ -178,6 +180,7 @@ def described_projection(description: KindDescription) -> Callable[[Json], Descr
     expected = _Counter(description.Expected, "expected")
     ready = _Counter(description.Ready, "ready")
     selectors = _Selectors(description)
+    restarts = _Counter(description.Restarts, "restarts") if description.Restarts else None
     what = description.Noun
 
     def project(obj: Json) -> DescribedView:
@@ -198,6 +201,7 @@ def described_projection(description: KindDescription) -> Callable[[Json], Descr
             meaning=meaning,
             tpu=tpu,
             shapes=shapes,
+            restarts=restarts(obj, where) if restarts is not None else None,
         )
 
     return project

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sys import intern
 from typing import Any
 
-from megamon.domain import labels, timestamps
+from megamon.domain import interruptions, labels, timestamps
 from megamon.domain.descriptions import JOBSET_DESCRIPTION, LWS_DESCRIPTION, shipped
 from megamon.errors import ObservationError
 from megamon.sources.kube.described import (
@@ -98,11 +98,36 @@ class NodeView:
     jobset_name: str
     ready_status: str | None
     ready_since_ns: int | None
+    maintenance: str = interruptions.NODE_MAINTENANCE_NONE
+    """What GKE's labels and taints say of maintenance (``interruptions.NODE_MAINTENANCE_*``)."""
+    unschedulable: bool = False
+    """``spec.unschedulable``: the node is cordoned (drained for an upgrade, say)."""
+
+
+def _taint_keys(spec: Json) -> frozenset[str]:
+    taints = spec.get("taints")
+    if not isinstance(taints, list):
+        return frozenset()
+    return frozenset(
+        t["key"] for t in taints if isinstance(t, dict) and isinstance(t.get("key"), str)
+    )
+
+
+def _maintenance(lab: dict[str, Any], taints: frozenset[str]) -> str:
+    if (
+        lab.get(labels.ACTIVE_NODE_MAINTENANCE) == labels.MAINTENANCE_ONGOING
+        or labels.TAINT_MAINTENANCE_WINDOW_STARTED in taints
+    ):
+        return interruptions.NODE_MAINTENANCE_ACTIVE
+    if labels.TAINT_IMPENDING_NODE_TERMINATION in taints:
+        return interruptions.NODE_MAINTENANCE_TERMINATING
+    return interruptions.NODE_MAINTENANCE_NONE
 
 
 def node_view(obj: Json) -> NodeView:
     meta, name = _meta(obj, "node")
     lab = _labels(meta)
+    spec = _dict(obj, "spec")
     ready = _condition(obj, labels.CONDITION_READY)
     since: int | None = None
     if ready is not None and isinstance(ready.get("lastTransitionTime"), str):
@@ -121,6 +146,8 @@ def node_view(obj: Json) -> NodeView:
         jobset_name=_shared(lab, labels.PROVISIONER_JOBSET_NAME),
         ready_status=intern(str(ready.get("status"))) if ready is not None else None,
         ready_since_ns=since,
+        maintenance=_maintenance(lab, _taint_keys(spec)),
+        unschedulable=spec.get("unschedulable") is True,
     )
 
 

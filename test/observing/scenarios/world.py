@@ -105,6 +105,14 @@ class World:
         }
         k8s.CoreV1Api(self.api).patch_node_status(name, {"status": {"conditions": [condition]}})
 
+    def patch_node(self, name: str, body: dict[str, Any]) -> None:
+        """Labels, taints or ``spec.unschedulable``, as GKE's maintenance and upgrades set them."""
+        k8s.CoreV1Api(self.api).patch_node(name, body)
+
+    def delete_node(self, name: str) -> None:
+        k8s.CoreV1Api(self.api).delete_node(name)
+        self.created_nodes.remove(name)
+
     # Workloads ---------------------------------------------------------------------------
 
     def _custom(self) -> Any:
@@ -142,8 +150,12 @@ class World:
         )
         return str(created["metadata"]["uid"])
 
-    def jobset_status(self, name: str, ready: int, condition: str = "") -> None:
+    def jobset_status(
+        self, name: str, ready: int, condition: str = "", restarts: int | None = None
+    ) -> None:
         status: dict[str, Any] = {"replicatedJobsStatus": [{"name": "slice", "ready": ready}]}
+        if restarts is not None:
+            status["restarts"] = restarts
         if condition:
             status["conditions"] = [
                 {

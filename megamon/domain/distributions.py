@@ -1,0 +1,72 @@
+"""Distributions of recovery and interruption times: the histograms' shape (no I/O).
+
+Each histogram is per kind and bounded labels only (``tpu_accelerator``, ``tpu_topology``,
+``spot``, and ``reason`` or ``provisioning_state``), so a 65,000-node fleet has a few hundred
+of them, not one per resource. The buckets span what TPU fleets see: a node blip of seconds,
+a slice repair of minutes, a maintenance of hours, a queued workload of days.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from typing import Final
+
+BUCKETS_S: Final = (
+    10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1_200.0, 1_800.0, 3_600.0, 7_200.0, 14_400.0,
+    28_800.0, 86_400.0, 172_800.0, 604_800.0,
+)  # fmt: skip
+"""Upper bounds in seconds: 10 s … 7 days, then ``+Inf`` (docs/metrics.md)."""
+
+TIME_TO_RECOVER: Final = "time_to_recover_seconds"
+TIME_BETWEEN_INTERRUPTIONS: Final = "time_between_interruptions_seconds"
+PROVISIONING: Final = "provisioning_seconds"
+MEASURES: Final = (TIME_TO_RECOVER, TIME_BETWEEN_INTERRUPTIONS, PROVISIONING)
+"""The metric suffixes: ``megamon_<kind>_<measure>``."""
+
+PROVISIONING_SUCCESS: Final = "success"
+PROVISIONING_FAILED: Final = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """The bounded labels of a resource."""
+
+    accelerator: str = ""
+    topology: str = ""
+    spot: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesKey:
+    """One histogram: a measure of a kind for one shape and one reason (or state)."""
+
+    measure: str
+    kind: str
+    shape: Shape
+    label: str
+    """The ``reason`` (recover, between) or the ``provisioning_state`` (provisioning)."""
+
+
+@dataclass
+class Histogram:
+    """Cumulative-ready counts: ``counts[i]`` is the observations in bucket ``i`` alone (the
+    last one ``+Inf``); exposition accumulates them."""
+
+    counts: list[int] = field(default_factory=lambda: [0] * (len(BUCKETS_S) + 1))
+    total_s: float = 0.0
+    count: int = 0
+
+    def add(self, seconds: float, times: int = 1) -> None:
+        """``times`` observations of ``seconds`` (-1 takes one back, when a record is
+        replaced by a longer version of itself)."""
+        self.counts[bisect_left(BUCKETS_S, seconds)] += times
+        self.total_s += seconds * times
+        self.count += times
+
+    def cumulative(self) -> list[int]:
+        out, running = [], 0
+        for value in self.counts:
+            running += value
+            out.append(running)
+        return out

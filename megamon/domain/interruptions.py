@@ -1,0 +1,150 @@
+"""Why a resource went down: the fixed set of reasons, and the pure rules that pick one.
+
+A reason is decided from what megamon sees at the moment of the down transition — the node
+pool's GKE status, the labels and taints GKE puts on the pool's nodes, the nodes' readiness,
+a workload's ending condition and restart count, the node pools a JobSet runs on — and kept
+on the down event of the history (docs/metrics.md, "Reasons"). The set is small and fixed:
+it becomes the ``reason`` label of the interruption histograms, so it must stay bounded.
+
+GKE's interruption types ("Manage GKE node disruption for GPUs and TPUs") map onto it so:
+host maintenance and node updates are ``maintenance`` (the ``active-node-maintenance`` label,
+the ``maintenance-window-started`` and ``impending-node-termination`` taints), or ``upgrade``
+when the pool reconciles with cordoned nodes; termination (auto-repair, host error) shows as
+``node-lost`` / ``node-not-ready`` or, when GKE says so, ``error``; preemption (defragmentation
+included) is ``preemption`` on spot pools whose nodes are terminated or gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from megamon.domain import descriptions
+
+MAINTENANCE: Final = "maintenance"
+UPGRADE: Final = "upgrade"
+RECONCILING: Final = "reconciling"
+ERROR: Final = "error"
+PREEMPTION: Final = "preemption"
+NODE_LOST: Final = "node-lost"
+NODE_NOT_READY: Final = "node-not-ready"
+NODEPOOL: Final = "nodepool"
+FAILED: Final = "failed"
+SUSPENDED: Final = "suspended"
+RESTART: Final = "restart"
+UNKNOWN: Final = "unknown"
+
+REASONS: Final = (
+    MAINTENANCE,
+    UPGRADE,
+    RECONCILING,
+    ERROR,
+    PREEMPTION,
+    NODE_LOST,
+    NODE_NOT_READY,
+    NODEPOOL,
+    FAILED,
+    SUSPENDED,
+    RESTART,
+    UNKNOWN,
+)
+"""Every reason, in docs/metrics.md order; nothing else is ever recorded or published."""
+
+MAX_DETAIL: Final = 256
+"""A detail (GKE's status message, node pool names) is cut to this many characters."""
+
+# What a node says about maintenance (``NodeView.maintenance``).
+NODE_MAINTENANCE_NONE: Final = ""
+NODE_MAINTENANCE_ACTIVE: Final = "active"
+"""``cloud.google.com/active-node-maintenance=ONGOING`` or the ``maintenance-window-started``
+taint: GKE is stopping the node's workloads for host maintenance."""
+NODE_MAINTENANCE_TERMINATING: Final = "terminating"
+"""The ``cloud.google.com/impending-node-termination`` taint: GKE will terminate the node
+(maintenance on an on-demand or reserved node, preemption on a spot one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """A reason and what goes with it: GKE's status message for ``error``, the node pools
+    for ``nodepool``; empty otherwise."""
+
+    reason: str
+    detail: str = ""
+
+
+NO_CAUSE: Final = Cause("")
+"""The cause of an up (or expected-down) observation: none."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSignals:
+    """What a down node pool's nodes say, counted in one pass over them."""
+
+    present: int = 0
+    lost: int = 0
+    """Unknown past the grace period."""
+    not_ready: int = 0
+    """Ready is False (or an unrecognised status)."""
+    maintenance: int = 0
+    terminating: int = 0
+    cordoned: int = 0
+
+
+def _detail(text: str) -> str:
+    return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 1] + "…"
+
+
+def nodepool_cause(
+    *,
+    failed: bool,
+    reconciling: bool,
+    provisioning: bool = False,
+    message: str = "",
+    expected: int,
+    spot: bool,
+    nodes: NodeSignals,
+) -> Cause:
+    """Why a node pool is down, the first rule that holds winning.
+
+    GKE's own word first (``ERROR`` / ``RUNNING_WITH_ERROR`` → ``error`` with its message);
+    then maintenance on any node; a reconciling pool (``upgrade`` when nodes are cordoned,
+    as a surge or blue-green upgrade drains them); a spot pool losing or terminating nodes
+    (``preemption``); nodes gone or Unknown past the grace period (``node-lost``); nodes
+    NotReady; ``unknown`` when nothing explains it — and for a pool GKE is still creating,
+    whose missing nodes are not lost (its first down period is no interruption anyway).
+    """
+    if failed:
+        return Cause(ERROR, _detail(message))
+    if provisioning:
+        return Cause(UNKNOWN)
+    if nodes.maintenance or (nodes.terminating and not spot):
+        return Cause(MAINTENANCE)
+    if reconciling:
+        return Cause(UPGRADE if nodes.cordoned else RECONCILING)
+    missing = nodes.present < expected
+    if spot and (nodes.terminating or missing or nodes.lost):
+        return Cause(PREEMPTION)
+    if missing or nodes.lost:
+        return Cause(NODE_LOST)
+    if nodes.not_ready:
+        return Cause(NODE_NOT_READY)
+    return Cause(UNKNOWN)
+
+
+def workload_cause(*, meaning: str, pools_down: Sequence[str], restarted: bool) -> Cause:
+    """Why a workload (JobSet, LeaderWorkerSet, described kind) is down.
+
+    ``meaning`` is its ending condition's (``failed``, ``suspended`` or ``""``);
+    ``pools_down`` the node pools it runs on that are down now (named in the detail, sorted);
+    ``restarted`` whether its restart count grew since it was last up.
+    """
+    if meaning == descriptions.FAILED:
+        return Cause(FAILED)
+    if meaning == descriptions.SUSPENDED:
+        return Cause(SUSPENDED)
+    if pools_down:
+        return Cause(NODEPOOL, _detail(",".join(sorted(pools_down))))
+    if restarted:
+        return Cause(RESTART)
+    return Cause(UNKNOWN)

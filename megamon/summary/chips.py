@@ -1,0 +1,122 @@
+"""Chip-weighted figures of ``megamon report`` and why each resource is down now (pure).
+
+A 256-chip slice down for an hour costs 64 times what a 4-chip one does: the report weighs
+each resource's up and down time by its TPU chips, per kind, accelerator and topology. A
+resource down after an interruption is named with the reason recorded on its down event and,
+for a JobSet brought down by a node pool, the pool and the pool's own reason: "down 14m:
+node pool v5p-128-a, maintenance".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_UP, EventRecord, reason_of
+from megamon.domain.interruptions import NODEPOOL, UNKNOWN
+from megamon.domain.kinds import Kind
+from megamon.domain.timestamps import NANOS_PER_SECOND
+from megamon.summary.availability import ResourceAvailability
+
+CHIPS_ATTR = "tpuChipCount"
+
+
+def chips_of(figures: ResourceAvailability) -> int:
+    value = figures.resource.attrs.get(CHIPS_ATTR)
+    return value if type(value) is int and value > 0 else 0
+
+
+def ongoing(record: EventRecord) -> tuple[int, str] | None:
+    """(start, reason) of the interruption the record is in at its end; ``None`` when up,
+    never up, or down as expected."""
+    ts, flags = record.timestamps, record.flags
+    if not ts or flags[-1] & FLAG_UP:
+        return None
+    start = len(flags) - 1
+    while start > 0 and not flags[start - 1] & FLAG_UP:
+        start -= 1
+    if start == 0 or flags[start] & FLAG_EXPECTED_DOWN:
+        return None
+    return ts[start], reason_of(flags[start]) or UNKNOWN
+
+
+@dataclass(frozen=True, slots=True)
+class ChipFigures:
+    """Chip-seconds of one kind, accelerator and topology over the window."""
+
+    kind: Kind
+    accelerator: str
+    topology: str
+    chips: int
+    """Chips of the resources counted (each lifetime once)."""
+    up_chip_seconds: float
+    down_chip_seconds: float
+
+    @property
+    def availability(self) -> float | None:
+        """Percent of the chip-seconds up, of those up or down; ``None`` without any."""
+        total = self.up_chip_seconds + self.down_chip_seconds
+        return 100.0 * self.up_chip_seconds / total if total > 0 else None
+
+
+def chip_figures(resources: Iterable[ResourceAvailability]) -> list[ChipFigures]:
+    """Per kind, accelerator and topology: Σ chips × up time and Σ chips × down time."""
+    sums: dict[tuple[Kind, str, str], tuple[int, float, float]] = {}
+    for figures in resources:
+        chips = chips_of(figures)
+        if not chips:
+            continue
+        r = figures.resource
+        key = (r.kind, r.accelerator, r.topology)
+        count, up, down = sums.get(key, (0, 0.0, 0.0))
+        sums[key] = (
+            count + chips,
+            up + chips * figures.times.up / NANOS_PER_SECOND,
+            down + chips * figures.times.down / NANOS_PER_SECOND,
+        )
+    return [
+        ChipFigures(kind, accelerator, topology, *values)
+        for (kind, accelerator, topology), values in sorted(
+            sums.items(), key=lambda item: (item[0][0].value, item[0][1], item[0][2])
+        )
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class DownNow:
+    """A resource down after an interruption at the report's end, and why."""
+
+    figures: ResourceAvailability
+    since: int
+    reason: str
+    cause: str
+    """Readable: the reason, or for ``nodepool`` the pools and their reasons."""
+
+
+def down_now(resources: Sequence[ResourceAvailability]) -> list[DownNow]:
+    """Live resources in an interruption now, longest first, with their causes."""
+    pools = {
+        f.resource.key: found[1]
+        for f in resources
+        if f.resource.kind == Kind.NODEPOOL
+        and f.resource.live
+        and (found := ongoing(f.resource.record)) is not None
+    }
+    result = []
+    for figures in resources:
+        found = ongoing(figures.resource.record) if figures.resource.live else None
+        if found is None:
+            continue
+        since, reason = found
+        result.append(DownNow(figures, since, reason, _cause(reason, figures, pools)))
+    result.sort(key=lambda d: (d.since, d.figures.resource.kind.value, d.figures.resource.key))
+    return result
+
+
+def _cause(reason: str, figures: ResourceAvailability, pools: dict[str, str]) -> str:
+    detail = figures.resource.detail
+    if reason == NODEPOOL and detail:
+        named = [f"node pool {p}, {pools[p]}" if p in pools else f"node pool {p}"
+                 for p in detail.split(",")]  # fmt: skip
+        return "; ".join(named)
+    return f"{reason}: {detail}" if detail else reason

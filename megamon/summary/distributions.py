@@ -1,0 +1,209 @@
+"""Histograms of time to recover, time between interruptions and provisioning, from the
+durable history (docs/metrics.md).
+
+Derived from the event records, so they survive restarts and leader changes: a new leader
+reads the same history and counts the same periods. Only closed periods count, so a
+histogram never goes backwards. A resource that leaves the fleet keeps its periods counted:
+its contribution stays in the tally when its key leaves the live records, and at start the
+archived records are added once (``add_archived``).
+
+The tally is incremental: records are immutable and handed back unchanged while nothing
+happens, so each cycle only resources whose record changed are re-counted (their old
+contribution taken back, the new one added).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from megamon.domain.distributions import (
+    PROVISIONING,
+    PROVISIONING_FAILED,
+    PROVISIONING_SUCCESS,
+    TIME_BETWEEN_INTERRUPTIONS,
+    TIME_TO_RECOVER,
+    Histogram,
+    SeriesKey,
+    Shape,
+)
+from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord, reason_of
+from megamon.domain.interruptions import UNKNOWN
+from megamon.domain.observations import Attrs
+from megamon.domain.timestamps import NANOS_PER_SECOND
+
+Period = tuple[str, str, float]
+"""(measure, reason or provisioning state, seconds)."""
+
+
+def _reason(flags: int) -> str:
+    return reason_of(flags) or UNKNOWN
+
+
+def record_periods(record: EventRecord) -> list[Period]:
+    """Every closed period of a record that a histogram counts.
+
+    Provisioning: first event to first up (``success``), or to the first failed event of a
+    resource never up (``failed``). Then, after the first up: each up period ended by a down
+    that is not expected (between interruptions, with that down's reason), and each down
+    period begun by such a down and ended by an up (time to recover, same reason).
+    """
+    ts, flags = record.timestamps, record.flags
+    if not ts:
+        return []
+    periods: list[Period] = []
+    first_up = next((i for i, f in enumerate(flags) if f & FLAG_UP), None)
+    if first_up is None:
+        failed = next((i for i, f in enumerate(flags) if f & FLAG_FAILED), None)
+        if failed is not None:
+            periods.append((PROVISIONING, PROVISIONING_FAILED, _seconds(ts[failed] - ts[0])))
+        return periods
+    periods.append((PROVISIONING, PROVISIONING_SUCCESS, _seconds(ts[first_up] - ts[0])))
+    up_since = ts[first_up]
+    down: tuple[int, str] | None = None  # start and reason of an unexpected down period
+    was_up = True
+    for t, f in zip(ts[first_up + 1 :], flags[first_up + 1 :], strict=True):
+        if f & FLAG_UP:
+            if not was_up:
+                if down is not None:
+                    periods.append((TIME_TO_RECOVER, down[1], _seconds(t - down[0])))
+                up_since, down, was_up = t, None, True
+            continue
+        if was_up:
+            was_up = False
+            if not f & FLAG_EXPECTED_DOWN:
+                reason = _reason(f)
+                periods.append((TIME_BETWEEN_INTERRUPTIONS, reason, _seconds(t - up_since)))
+                down = (t, reason)
+    return periods
+
+
+def open_interruption(record: EventRecord) -> tuple[int, str] | None:
+    """(start, reason) of the interruption a record is in now, ``None`` when it is up, never
+    was, or is down as expected."""
+    ts, flags = record.timestamps, record.flags
+    if not ts or flags[-1] & FLAG_UP:
+        return None
+    start = len(flags) - 1
+    while start > 0 and not flags[start - 1] & FLAG_UP:
+        start -= 1
+    if start == 0 or flags[start] & FLAG_EXPECTED_DOWN:
+        return None  # never up yet, or a planned down
+    return ts[start], _reason(flags[start])
+
+
+def _seconds(ns: int) -> float:
+    return max(ns, 0) / NANOS_PER_SECOND
+
+
+def shape_of(attrs: Attrs) -> Shape:
+    return Shape(attrs.tpu_accelerator, attrs.tpu_topology, attrs.spot)
+
+
+def shape_of_archived(attrs: Mapping[str, object]) -> Shape:
+    """The shape from an archive entry's attributes (the report JSON's keys)."""
+    accelerator, topology = attrs.get("tpuAccelerator"), attrs.get("tpuTopology")
+    return Shape(
+        accelerator if isinstance(accelerator, str) else "",
+        topology if isinstance(topology, str) else "",
+        attrs.get("spot") is True,
+    )
+
+
+@dataclass
+class _Counted:
+    record: EventRecord
+    shape: Shape
+    periods: list[Period]
+    chips: int
+    open: tuple[int, str] | None
+
+
+ChipKey = tuple[str, Shape, str]
+"""(kind, shape, reason) of chip-seconds down."""
+
+
+@dataclass
+class DistributionTally:
+    """Every kind's histograms, kept from cycle to cycle (one per aggregator, built in
+    ``megamon.app``, never in a module)."""
+
+    histograms: dict[SeriesKey, Histogram] = field(default_factory=dict)
+    chip_seconds: dict[ChipKey, float] = field(default_factory=dict)
+    """Chip-seconds down in closed interruptions (time to recover × chips), by reason."""
+    _counted: dict[tuple[str, str], _Counted] = field(default_factory=dict)
+
+    def _apply(
+        self, kind: str, shape: Shape, periods: Iterable[Period], times: int, chips: int = 0
+    ) -> None:
+        for measure, label, seconds in periods:
+            key = SeriesKey(measure, kind, shape, label)
+            histogram = self.histograms.get(key)
+            if histogram is None:
+                histogram = self.histograms[key] = Histogram()
+            histogram.add(seconds, times)
+            if measure == TIME_TO_RECOVER and chips:
+                chip_key = (kind, shape, label)
+                lost = self.chip_seconds.get(chip_key, 0.0) + seconds * chips * times
+                self.chip_seconds[chip_key] = lost
+
+    def chips_down(self, now: int) -> dict[ChipKey, float]:
+        """Chip-seconds down by kind, shape and reason: closed interruptions (retired
+        resources' included) plus the ongoing ones of live resources up to ``now``."""
+        total = dict(self.chip_seconds)
+        for (kind, _), counted in self._counted.items():
+            if counted.open is not None and counted.chips:
+                start, reason = counted.open
+                key = (kind, counted.shape, reason)
+                total[key] = total.get(key, 0.0) + _seconds(now - start) * counted.chips
+        return total
+
+    def update(
+        self, kind: str, records: Mapping[str, EventRecord], attrs: Mapping[str, Attrs]
+    ) -> None:
+        """Count the live records of ``kind``; a key no longer live keeps its periods."""
+        for key, record in records.items():
+            found = self._counted.get((kind, key))
+            obs_attrs = attrs.get(key)
+            shape = shape_of(obs_attrs) if obs_attrs is not None else Shape()
+            chips = obs_attrs.tpu_chip_count if obs_attrs is not None else 0
+            if (
+                found is not None
+                and found.record is record
+                and found.shape == shape
+                and found.chips == chips
+            ):
+                continue
+            periods = record_periods(record)
+            if found is not None:
+                self._apply(kind, found.shape, found.periods, -1, found.chips)
+            self._apply(kind, shape, periods, 1, chips)
+            opened = open_interruption(record)
+            self._counted[(kind, key)] = _Counted(record, shape, periods, chips, opened)
+        gone = [k for k in self._counted if k[0] == kind and k[1] not in records]
+        for k in gone:
+            del self._counted[k]  # retired: its periods stay in the histograms
+
+    def add_archived(self, kind: str, record: EventRecord, attrs: Mapping[str, object]) -> None:
+        """A retired resource's history (from the archive, at start): counted once."""
+        chips = attrs.get("tpuChipCount")
+        count = chips if type(chips) is int and chips > 0 else 0
+        self._apply(kind, shape_of_archived(attrs), record_periods(record), 1, count)
+
+    def frozen(self) -> tuple[tuple[SeriesKey, Histogram], ...]:
+        """Copies of every non-empty histogram, for a report (which outlives this cycle)."""
+        return tuple(
+            (key, Histogram(list(h.counts), h.total_s, h.count)) for key, h in self.series()
+        )
+
+    def series(self) -> Iterator[tuple[SeriesKey, Histogram]]:
+        """Every non-empty histogram, in a stable order."""
+        for key in sorted(self.histograms, key=_order):
+            histogram = self.histograms[key]
+            if histogram.count > 0:
+                yield key, histogram
+
+
+def _order(key: SeriesKey) -> tuple[str, str, str, str, bool, str]:
+    shape = key.shape
+    return (key.kind, key.measure, shape.accelerator, shape.topology, shape.spot, key.label)

@@ -1,0 +1,77 @@
+"""The reason rules (no I/O): which cause wins when several hold, as docs/metrics.md lists."""
+
+from __future__ import annotations
+
+from megamon.domain import interruptions as i
+from megamon.domain.descriptions import COMPLETED, FAILED, SUSPENDED
+from megamon.domain.interruptions import Cause, NodeSignals
+from megamon.domain.observations import Observation
+
+
+def pool(nodes: NodeSignals, *, spot: bool = False, expected: int = 2, **status: bool) -> Cause:
+    return i.nodepool_cause(
+        failed=status.get("failed", False),
+        reconciling=status.get("reconciling", False),
+        provisioning=status.get("provisioning", False),
+        message="boom",
+        expected=expected,
+        spot=spot,
+        nodes=nodes,
+    )
+
+
+def test_gke_error_wins_over_every_node_signal() -> None:
+    everything = NodeSignals(present=1, lost=1, not_ready=1, maintenance=1, cordoned=1)
+    assert pool(everything, failed=True, reconciling=True) == Cause(i.ERROR, "boom")
+
+
+def test_maintenance_wins_over_reconciling_and_missing_nodes() -> None:
+    assert pool(NodeSignals(present=1, maintenance=1), reconciling=True).reason == i.MAINTENANCE
+    # impending termination: maintenance on demand, preemption on spot
+    assert pool(NodeSignals(present=2, terminating=1)).reason == i.MAINTENANCE
+    assert pool(NodeSignals(present=2, terminating=1), spot=True).reason == i.PREEMPTION
+
+
+def test_missing_nodes_are_lost_on_demand_and_preempted_on_spot() -> None:
+    assert pool(NodeSignals(present=1)).reason == i.NODE_LOST
+    assert pool(NodeSignals(present=2, lost=1)).reason == i.NODE_LOST
+    assert pool(NodeSignals(present=1), spot=True).reason == i.PREEMPTION
+    assert pool(NodeSignals(present=2, not_ready=1), spot=True).reason == i.NODE_NOT_READY
+
+
+def test_a_pool_being_created_is_unknown_not_node_lost() -> None:
+    assert pool(NodeSignals(present=0), provisioning=True).reason == i.UNKNOWN
+    assert pool(NodeSignals(present=2)).reason == i.UNKNOWN
+
+
+def test_workload_reasons_in_priority_order() -> None:
+    def cause(meaning: str, pools: tuple[str, ...] = (), restarted: bool = False) -> Cause:
+        return i.workload_cause(meaning=meaning, pools_down=pools, restarted=restarted)
+
+    assert cause(FAILED, ("a",), True) == Cause(i.FAILED)
+    assert cause(SUSPENDED, ("a",), True) == Cause(i.SUSPENDED)
+    assert cause("", ("b", "a"), True) == Cause(i.NODEPOOL, "a,b")
+    assert cause("", (), True) == Cause(i.RESTART)
+    assert cause(COMPLETED) == Cause(i.UNKNOWN)
+
+
+def test_a_long_status_message_is_cut() -> None:
+    cause = i.nodepool_cause(
+        failed=True, reconciling=False, message="x" * 1000, expected=1, spot=False,
+        nodes=NodeSignals(),
+    )  # fmt: skip
+    assert len(cause.detail) == i.MAX_DETAIL and cause.detail.endswith("…")
+
+
+def test_only_a_down_observation_that_is_not_expected_down_keeps_a_cause() -> None:
+    cause = Cause(i.ERROR, "boom")
+    assert Observation.build(expected=1, ready=1, cause=cause).reason == ""
+    assert Observation.build(expected=1, ready=0, expected_down=True, cause=cause).reason == ""
+    down = Observation.build(expected=1, ready=0, cause=cause)
+    assert (down.reason, down.reason_detail) == (i.ERROR, "boom")
+    assert Observation.build(expected=1, ready=0).reason == ""  # a kind without reasons
+
+
+def test_reasons_are_a_small_fixed_set_of_label_values() -> None:
+    assert len(set(i.REASONS)) == len(i.REASONS) == 12
+    assert all(r.replace("-", "").isalpha() and r.islower() for r in i.REASONS)

@@ -1,0 +1,117 @@
+"""Histograms from the history (no I/O): which periods count, with which reason, and that a
+retired resource stays counted while a changed one is not counted twice."""
+
+from __future__ import annotations
+
+from megamon.domain import distributions as d
+from megamon.domain.events import EventRecord, UpEvent
+from megamon.domain.observations import Attrs
+from megamon.summary.distributions import DistributionTally, record_periods
+
+S = 1_000_000_000
+T = 1_780_272_000 * S
+V5P = Attrs(tpu_accelerator="tpu-v5p-slice", tpu_topology="4x4x4")
+
+
+def rec(*events: tuple[int, bool, str] | tuple[int, bool, str, str]) -> EventRecord:
+    out = []
+    for event in events:
+        t, up, reason, *flag = event
+        out.append(UpEvent(up=up, ts=T + t * S, reason=reason, expected_down=flag == ["ed"],
+                           failed=flag == ["f"]))  # fmt: skip
+    return EventRecord.of(out)
+
+
+def test_periods_of_a_pool_that_provisions_is_interrupted_twice_and_recovers() -> None:
+    record = rec(
+        (0, False, ""),
+        (600, True, ""),  # provisioned in 10 min
+        (4200, False, "maintenance"),  # up 1 h, then maintenance
+        (4500, True, ""),  # recovered in 5 min
+        (8100, False, "ed", "ed"),  # a planned stop: no interruption
+        (9000, True, ""),
+        (9600, False, "node-lost"),  # up 10 min, then still down: no recovery yet
+    )
+    assert record_periods(record) == [
+        (d.PROVISIONING, d.PROVISIONING_SUCCESS, 600.0),
+        (d.TIME_BETWEEN_INTERRUPTIONS, "maintenance", 3600.0),
+        (d.TIME_TO_RECOVER, "maintenance", 300.0),
+        (d.TIME_BETWEEN_INTERRUPTIONS, "node-lost", 600.0),
+    ]
+
+
+def test_a_pool_that_never_came_up_counts_as_failed_provisioning() -> None:
+    record = rec((0, False, ""), (120, False, "error", "f"))
+    assert record_periods(record) == [(d.PROVISIONING, d.PROVISIONING_FAILED, 120.0)]
+    assert record_periods(rec((0, False, ""))) == []
+
+
+def test_a_down_without_a_recorded_reason_is_unknown() -> None:
+    periods = record_periods(rec((0, False, ""), (1, True, ""), (61, False, ""), (91, True, "")))
+    assert periods[1:] == [
+        (d.TIME_BETWEEN_INTERRUPTIONS, "unknown", 60.0),
+        (d.TIME_TO_RECOVER, "unknown", 30.0),
+    ]
+
+
+def ttr(tally: DistributionTally, reason: str = "preemption") -> d.Histogram:
+    (found,) = [
+        h for k, h in tally.series() if k.measure == d.TIME_TO_RECOVER and k.label == reason
+    ]
+    return found
+
+
+def test_the_tally_recounts_a_grown_record_once_and_keeps_a_retired_one() -> None:
+    tally = DistributionTally()
+    first = rec((0, False, ""), (1, True, ""), (2, False, "preemption"), (32, True, ""))
+    tally.update("nodepool", {"np": first}, {"np": V5P})
+    tally.update("nodepool", {"np": first}, {"np": V5P})  # unchanged: not counted again
+    assert ttr(tally).count == 1
+    grown = EventRecord.of([*first.events, UpEvent(up=False, ts=T + 40 * S, reason="error"),
+                            UpEvent(up=True, ts=T + 100 * S)])  # fmt: skip
+    tally.update("nodepool", {"np": grown}, {"np": V5P})
+    histogram = ttr(tally)
+    assert (histogram.count, histogram.total_s) == (1, 30.0)  # counted once, not twice
+    assert ttr(tally, "error").count == 1
+    tally.update("nodepool", {}, {})  # the pool retired: its periods stay counted
+    keys = {(k.measure, k.label) for k, _ in tally.series()}
+    assert (d.TIME_TO_RECOVER, "error") in keys and (d.TIME_TO_RECOVER, "preemption") in keys
+
+
+def test_archived_resources_are_counted_with_their_archived_shape() -> None:
+    tally = DistributionTally()
+    record = rec((0, False, ""), (1, True, ""), (2, False, "restart"), (20, True, ""))
+    tally.add_archived("jobset", record, {"tpuAccelerator": "tpu-v6e-slice", "spot": True})
+    key, histogram = next((k, h) for k, h in tally.series() if k.measure == d.TIME_TO_RECOVER)
+    assert (key.shape, key.label, histogram.count) == (
+        d.Shape("tpu-v6e-slice", "", True),
+        "restart",
+        1,
+    )
+
+
+def test_buckets_span_seconds_to_a_week_and_count_cumulatively() -> None:
+    histogram = d.Histogram()
+    for seconds in (5, 10, 11, 3_600, 10**7):
+        histogram.add(seconds)
+    cumulative = histogram.cumulative()
+    assert d.BUCKETS_S[0] == 10 and d.BUCKETS_S[-1] == 7 * 86_400
+    assert cumulative[0] == 2 and cumulative[-1] == histogram.count == 5
+    assert cumulative[d.BUCKETS_S.index(3_600.0)] == 4
+
+
+def test_chip_seconds_down_count_closed_and_ongoing_interruptions_by_reason() -> None:
+    tally = DistributionTally()
+    chips = Attrs(tpu_accelerator="tpu-v5p-slice", tpu_topology="4x4x4", tpu_chip_count=64)
+    closed = rec((0, False, ""), (1, True, ""), (2, False, "upgrade"), (12, True, ""))
+    ongoing = rec((0, False, ""), (1, True, ""), (5, False, "ed", "ed"), (6, True, ""),
+                  (10, False, "error", "f"))  # fmt: skip
+    tally.update("nodepool", {"a": closed, "b": ongoing}, {"a": chips, "b": chips})
+    shape = d.Shape("tpu-v5p-slice", "4x4x4", False)
+    now = T + 100 * S
+    assert tally.chips_down(now) == {
+        ("nodepool", shape, "upgrade"): 10 * 64.0,
+        ("nodepool", shape, "error"): 90 * 64.0,  # still down: up to now
+    }
+    tally.update("nodepool", {}, {})  # both retired: the closed one stays counted
+    assert tally.chips_down(now) == {("nodepool", shape, "upgrade"): 640.0}
