@@ -43,7 +43,10 @@ def test_the_fleet_benchmark_measures_a_size_s_fleet(
 
     listing = figures["list"]
     assert listing["nodes"] == SIZE.nodes
-    assert listing["peak_rss_mb"] > sync["peak_rss_mb"]  # model objects weigh more
+    # The client's model objects weigh more than what megamon keeps once synced. (The
+    # sync's own peak is transient, a relist on a loaded machine can double it: not a
+    # measure of what is kept.)
+    assert listing["peak_rss_mb"] > sync["settled_rss_mb"]
 
     cycles = figures["cycles"]
     assert cycles["pools"] == SIZE.pools
