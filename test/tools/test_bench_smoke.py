@@ -45,7 +45,7 @@ def test_the_fleet_benchmark_measures_a_size_s_fleet(
     assert listing["nodes"] == SIZE.nodes
     # The client's model objects weigh more than what megamon keeps once synced. The sync's
     # own peak is transient and not a measure of what is kept: 152 MB on a quiet machine,
-    # 467 MB once on a loaded one (cause not found; the settled figure did not move).
+    # 467 MB once in a loaded full run, whose settled figure stayed at 145 MB (cause not found).
     assert listing["peak_rss_mb"] > sync["settled_rss_mb"]
 
     cycles = figures["cycles"]
