@@ -52,7 +52,8 @@ def test_the_fleet_benchmark_measures_a_size_s_fleet(
     assert cycles["pools"] == SIZE.pools
     assert cycles["identical"]  # the fast encoder wrote what prometheus_client writes
     resources = SIZE.pools + 2 * SIZE.jobsets  # node pools, JobSets, JobSet nodes
-    assert resources * 5 <= cycles["samples"] <= resources * 15
+    # Per resource: its series (up to ~15); per kind and shape: the distributions' buckets.
+    assert resources * 5 <= cycles["samples"] <= resources * 25
     assert 0 < cycles["metrics_gzip_bytes"] < cycles["metrics_bytes"]
     assert cycles["store_bytes"] > 0  # 1% of the nodes flipped: some histories grew
     # The seeded history was all up: no event, but the first cycle records every resource's
