@@ -113,6 +113,7 @@ def shape_of_archived(attrs: Mapping[str, object]) -> Shape:
 @dataclass
 class _Counted:
     record: EventRecord
+    attrs: Attrs | None
     shape: Shape
     periods: list[Period]
     chips: int
@@ -123,6 +124,20 @@ ChipKey = tuple[str, Shape, str]
 """(kind, shape, reason) of chip-seconds down."""
 
 
+def _common_prefix(old: list[Period], new: list[Period]) -> int:
+    """How many leading periods two versions of a record share. History only grows, so the
+    longer version almost always starts with the shorter (one C-level comparison); a
+    rewritten past (an imported or merged history) is walked period by period."""
+    if new[: len(old)] == old:
+        return len(old)
+    same = 0
+    for before, after in zip(old, new, strict=False):
+        if before != after:
+            break
+        same += 1
+    return same
+
+
 @dataclass
 class DistributionTally:
     """Every kind's histograms, kept from cycle to cycle (one per aggregator, built in
@@ -131,7 +146,8 @@ class DistributionTally:
     histograms: dict[SeriesKey, Histogram] = field(default_factory=dict)
     chip_seconds: dict[ChipKey, float] = field(default_factory=dict)
     """Chip-seconds down in closed interruptions (time to recover × chips), by reason."""
-    _counted: dict[tuple[str, str], _Counted] = field(default_factory=dict)
+    _counted: dict[str, dict[str, _Counted]] = field(default_factory=dict)
+    """Per kind, per key: what each live record contributes now."""
 
     def _apply(
         self, kind: str, shape: Shape, periods: Iterable[Period], times: int, chips: int = 0
@@ -151,38 +167,46 @@ class DistributionTally:
         """Chip-seconds down by kind, shape and reason: closed interruptions (retired
         resources' included) plus the ongoing ones of live resources up to ``now``."""
         total = dict(self.chip_seconds)
-        for (kind, _), counted in self._counted.items():
-            if counted.open is not None and counted.chips:
-                start, reason = counted.open
-                key = (kind, counted.shape, reason)
-                total[key] = total.get(key, 0.0) + _seconds(now - start) * counted.chips
+        for kind, counted_kind in self._counted.items():
+            for counted in counted_kind.values():
+                if counted.open is not None and counted.chips:
+                    start, reason = counted.open
+                    key = (kind, counted.shape, reason)
+                    total[key] = total.get(key, 0.0) + _seconds(now - start) * counted.chips
         return total
 
     def update(
         self, kind: str, records: Mapping[str, EventRecord], attrs: Mapping[str, Attrs]
     ) -> None:
-        """Count the live records of ``kind``; a key no longer live keeps its periods."""
+        """Count the live records of ``kind``; a key no longer live keeps its periods.
+
+        Records and attrs are handed back as the same objects while nothing changes, so an
+        unchanged resource costs two identity checks; a changed one costs only the periods
+        that differ from what it contributed before (its new ones, as history grows)."""
+        counted_kind = self._counted.setdefault(kind, {})
         for key, record in records.items():
-            found = self._counted.get((kind, key))
+            found = counted_kind.get(key)
             obs_attrs = attrs.get(key)
+            if found is not None and found.record is record and found.attrs is obs_attrs:
+                continue
             shape = shape_of(obs_attrs) if obs_attrs is not None else Shape()
             chips = obs_attrs.tpu_chip_count if obs_attrs is not None else 0
-            if (
-                found is not None
-                and found.record is record
-                and found.shape == shape
-                and found.chips == chips
-            ):
-                continue
-            periods = record_periods(record)
-            if found is not None:
-                self._apply(kind, found.shape, found.periods, -1, found.chips)
-            self._apply(kind, shape, periods, 1, chips)
+            periods = found.periods if found is not None and found.record is record else None
+            if periods is None:
+                periods = record_periods(record)
+            if found is not None and found.shape == shape and found.chips == chips:
+                same = _common_prefix(found.periods, periods)
+                self._apply(kind, shape, found.periods[same:], -1, chips)
+                self._apply(kind, shape, periods[same:], 1, chips)
+            else:
+                if found is not None:
+                    self._apply(kind, found.shape, found.periods, -1, found.chips)
+                self._apply(kind, shape, periods, 1, chips)
             opened = open_interruption(record)
-            self._counted[(kind, key)] = _Counted(record, shape, periods, chips, opened)
-        gone = [k for k in self._counted if k[0] == kind and k[1] not in records]
-        for k in gone:
-            del self._counted[k]  # retired: its periods stay in the histograms
+            counted_kind[key] = _Counted(record, obs_attrs, shape, periods, chips, opened)
+        if len(counted_kind) > len(records):
+            for gone in [k for k in counted_kind if k not in records]:
+                del counted_kind[gone]  # retired: its periods stay in the histograms
 
     def add_archived(self, kind: str, record: EventRecord, attrs: Mapping[str, object]) -> None:
         """A retired resource's history (from the archive, at start): counted once."""

@@ -3,6 +3,9 @@ retired resource stays counted while a changed one is not counted twice."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from megamon.domain import distributions as d
 from megamon.domain.events import EventRecord, UpEvent
 from megamon.domain.observations import Attrs
@@ -115,3 +118,76 @@ def test_chip_seconds_down_count_closed_and_ongoing_interruptions_by_reason() ->
     }
     tally.update("nodepool", {}, {})  # both retired: the closed one stays counted
     assert tally.chips_down(now) == {("nodepool", shape, "upgrade"): 640.0}
+
+
+EVENT = st.tuples(
+    st.integers(1, 3600),
+    st.booleans(),
+    st.sampled_from(["", "maintenance", "preemption", "error"]),
+    st.sampled_from(["", "ed", "f"]),
+)
+SHAPES = [V5P, Attrs(tpu_accelerator="tpu-v6e-slice", tpu_topology="4x4", tpu_chip_count=16)]
+
+
+def _record(steps: list[tuple[int, bool, str, str]]) -> EventRecord:
+    at, events = 0, []
+    for gap, up, reason, flag in steps:
+        at += gap
+        events.append((at, up, reason, flag) if flag else (at, up, reason))
+    return rec(*events)
+
+
+@st.composite
+def versions(draw: st.DrawFn) -> list[dict[str, tuple[EventRecord, Attrs]]]:
+    """Cycles of live records: each key grows, keeps, rewrites its past, changes shape or
+    retires from one cycle to the next; a key that comes back starts a new history, as the
+    log gives it one."""
+    cycles: list[dict[str, tuple[EventRecord, Attrs]]] = []
+    steps: dict[str, list[tuple[int, bool, str, str]]] = {}
+    shapes: dict[str, Attrs] = {}
+    for _ in range(draw(st.integers(1, 6))):
+        live: dict[str, tuple[EventRecord, Attrs]] = {}
+        for key in draw(st.sets(st.sampled_from(["a", "b", "c"]))):
+            change = draw(st.sampled_from(["grow", "keep", "rewrite", "reshape"]))
+            returning = bool(cycles) and key not in cycles[-1]
+            if key not in steps or returning or change == "rewrite":
+                steps[key] = draw(st.lists(EVENT, max_size=8))
+            elif change == "grow":
+                steps[key] = steps[key] + draw(st.lists(EVENT, min_size=1, max_size=3))
+            if key not in shapes or change == "reshape":
+                shapes[key] = draw(st.sampled_from(SHAPES))
+            kept = cycles[-1].get(key) if cycles and change in {"keep", "reshape"} else None
+            record = kept[0] if kept is not None else _record(steps[key])  # the same object
+            live[key] = (record, shapes[key])
+        cycles.append(live)
+    return cycles
+
+
+def _counted(tally: DistributionTally) -> dict[object, tuple[list[int], int, float]]:
+    return {k: (h.counts, h.count, round(h.total_s, 6)) for k, h in tally.series()}
+
+
+@settings(max_examples=200, deadline=None)
+@given(versions())
+def test_the_incremental_tally_equals_a_recount_of_what_was_last_seen(
+    cycles: list[dict[str, tuple[EventRecord, Attrs]]],
+) -> None:
+    """Whatever the records do from cycle to cycle, the running tally holds exactly the last
+    version of each lifetime of each key — live or retired — as a tally counted from scratch
+    would."""
+    tally = DistributionTally()
+    lifetimes: list[tuple[EventRecord, Attrs]] = []
+    previous: dict[str, tuple[EventRecord, Attrs]] = {}
+    for live in cycles:
+        records = {key: record for key, (record, _) in live.items()}
+        tally.update("nodepool", records, {key: attrs for key, (_, attrs) in live.items()})
+        lifetimes += [version for key, version in previous.items() if key not in live]
+        previous = live
+    lifetimes += previous.values()
+    fresh = DistributionTally()
+    for n, (record, attrs) in enumerate(lifetimes):
+        fresh.update("nodepool", {str(n): record}, {str(n): attrs})
+    assert _counted(tally) == _counted(fresh)
+    assert {k: round(v, 6) for k, v in tally.chip_seconds.items() if round(v, 6)} == {
+        k: round(v, 6) for k, v in fresh.chip_seconds.items() if round(v, 6)
+    }

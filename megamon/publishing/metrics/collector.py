@@ -35,7 +35,7 @@ from megamon.domain import distributions
 from megamon.domain import labels as resource_states
 from megamon.domain.distributions import Histogram, SeriesKey, Shape
 from megamon.domain.kinds import Kind, kind_spec
-from megamon.domain.observations import Attrs, Observation
+from megamon.domain.observations import Attrs, Observation, WorkloadAttrs
 from megamon.domain.reports import KindReport, Report
 from megamon.domain.summaries import Summary
 from megamon.domain.timestamps import NANOS_PER_SECOND
@@ -49,6 +49,19 @@ _MAX_WARNED = 10_000
 _WORKLOAD_FIELDS = ("workload_name", "workload_namespace", "workload_uid")
 """The ``Attrs`` fields of a described kind's name, namespace and UID; their label keys are
 the kind's own (``KindSpec.workload_labels``)."""
+
+_WORKLOAD_VALUES = attrgetter(*_WORKLOAD_FIELDS)
+_NO_WORKLOAD = ("", "", "")
+
+
+def _workload_values(attrs: Attrs) -> tuple[str, str, str]:
+    """A described kind's name, namespace and UID; empty for the built-in kinds' ``Attrs``,
+    which lack the fields (asking pydantic for a missing one raises, which at L cost a
+    quarter of the render)."""
+    if isinstance(attrs, WorkloadAttrs):
+        values: tuple[str, str, str] = _WORKLOAD_VALUES(attrs)
+        return values
+    return _NO_WORKLOAD
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,8 +178,8 @@ def attr_labels(
             labels[key] = names.SPOT_TRUE
         elif value:
             labels[key] = _text(field, value)
-    for field, key in zip(_WORKLOAD_FIELDS, workload_labels, strict=True):
-        value = getattr(attrs, field, "")
+    fields = zip(_WORKLOAD_FIELDS, _workload_values(attrs), workload_labels, strict=True)
+    for field, value, key in fields:
         if value and key:
             labels[key] = _text(field, value)
     return labels
@@ -648,7 +661,7 @@ class ReportCollector:
     ) -> _LabelSet:
         """The label set of ``attrs``: escaped once, then reused while the resource lasts."""
         try:
-            workload = tuple(getattr(attrs, field, "") for field in _WORKLOAD_FIELDS)
+            workload = _workload_values(attrs)
             key: tuple[object, ...] | None = (*_ATTR_VALUES(attrs), *workload, workload_labels)
             found = self._label_sets.get(key) or previous.get(key)  # type: ignore[arg-type]
         except TypeError:  # an unhashable attr value: attr_labels will say what is wrong
