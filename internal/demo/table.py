@@ -87,8 +87,10 @@ def rows(text: str) -> dict[str, dict[str, Row]]:
                 continue
             kind, suffix = found
             labels = dict(sample.labels)
+            name = labels.get(_KEYS[kind])
+            if name is None:
+                continue  # a fleet-wide series (histograms, chip figures): no one resource's
             state = labels.pop("provisioning_state", None)
-            name = labels.get(_KEYS[kind], "?")
             row = table[kind].setdefault(name, Row(labels))
             if state is not None:
                 row.provisioning = (state, sample.value)

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 
 from internal.demo.__main__ import Screen, _history, time_scale
-from internal.demo.table import Row, state
+from internal.demo.table import Row, rows, state
 
 
 def test_the_demo_shows_the_fleet_and_stops_cleanly(tmp_path: Path) -> None:
@@ -57,6 +57,8 @@ def test_the_demo_shows_the_fleet_and_stops_cleanly(tmp_path: Path) -> None:
     }
     for resource, word in expected.items():
         assert shown.get(resource) == word, (resource, screen)
+    nameless = [resource for resource in shown if resource[1] == "?"]
+    assert not nameless, screen  # fleet-wide series are no resource of their own
     assert (tmp_path / "megamon-data" / "node-pools.json").exists()
     assert (tmp_path / "megamon-data" / "reports" / "latest.json").exists()
 
@@ -102,3 +104,12 @@ def test_a_down_resource_says_why() -> None:
     assert state(row(0), "STOPPING") == "deleting"
     assert state(row(0, prov="provisioning"), "") == "provisioning"
     assert state(row(0, 2, 1), "") == "interrupted"
+
+
+def test_fleet_wide_series_are_not_rows_of_the_table() -> None:
+    text = (
+        'megamon_nodepool_up{nodepool_name="a",tpu_accelerator="tpu-v6e-slice"} 1\n'
+        'megamon_nodepool_down_chip_seconds{tpu_accelerator="tpu-v6e-slice",reason="error"} 60\n'
+        'megamon_nodepool_time_to_recover_seconds_bucket{le="+Inf",reason="error"} 1\n'
+    )
+    assert {kind: sorted(by_name) for kind, by_name in rows(text).items()} == {"nodepool": ["a"]}
