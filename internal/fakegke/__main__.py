@@ -32,17 +32,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     done = threading.Event()
 
-    def on_sigterm(_signum: int, _frame: FrameType | None) -> None:
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
         done.set()
 
-    signal.signal(signal.SIGTERM, on_sigterm)
+    # Both handled explicitly: Python raises KeyboardInterrupt only when SIGINT was not
+    # ignored at start, and a background job of a non-interactive shell starts ignoring it.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, on_signal)
     with FakeGke(args.host, args.port) as server:
         print(f"fakegke listening on {server.endpoint}", flush=True)
-        try:
-            while not done.wait(0.5):
-                pass
-        except KeyboardInterrupt:
-            pass
+        done.wait()
     print("fakegke stopped", flush=True)
     return 0
 

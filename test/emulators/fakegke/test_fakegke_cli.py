@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -24,8 +25,11 @@ REPO = Path(__file__).resolve().parents[3]
 
 @pytest.fixture
 def cli() -> Iterator[subprocess.Popen[str]]:
+    # Started as a background job of a non-interactive shell (CI's, nohup's) starts: with
+    # SIGINT ignored. Ctrl-C must stop the emulator all the same.
+    command = f"trap '' INT; exec {shlex.quote(sys.executable)} -m internal.fakegke --port 0"
     process = subprocess.Popen(
-        [sys.executable, "-m", "internal.fakegke", "--port", "0"],
+        ["sh", "-c", command],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
