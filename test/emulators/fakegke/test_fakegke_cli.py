@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 @pytest.fixture
 def cli() -> Iterator[subprocess.Popen[str]]:
-    # Started as a background job of a non-interactive shell (CI's, nohup's) starts: with
+    # Started as a background job of a non-interactive shell (CI's, nohup's) is: with
     # SIGINT ignored. Ctrl-C must stop the emulator all the same.
     command = f"trap '' INT; exec {shlex.quote(sys.executable)} -m internal.fakegke --port 0"
     process = subprocess.Popen(
