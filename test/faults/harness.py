@@ -59,6 +59,9 @@ class Rig:
     names: dict[str, str] = field(default_factory=dict)
     running: threading.Event = field(default_factory=threading.Event)
     """Cleared while a fault restarts megamon: the scenario's next steps wait for it."""
+    held_s: float = 0.0
+    """Seconds the scenario was held by restarts: its later steps and its end move by as
+    much, so a slow restart on a busy machine leaves megamon the same time to see them."""
 
     def __post_init__(self) -> None:
         self.running.set()
@@ -79,8 +82,10 @@ class Rig:
             self.processes[-1].stop(kill=True)
             self.ready(self.megamon(**overrides))
         finally:
+            held = time.monotonic() - started
+            self.held_s += held
             self.running.set()
-        return time.monotonic() - started
+        return held
 
     """JobSet UID → name: UIDs differ between runs, names do not."""
 
@@ -154,12 +159,15 @@ END_S = 15.0
 
 
 def play(rig: Rig, steps: list[Step], start: float) -> None:
-    """Run ``steps`` at their offsets from ``start`` (a ``time.monotonic()`` reading)."""
+    """Run ``steps`` at their offsets from ``start`` (a ``time.monotonic()`` reading), each
+    moved by the time restarts held the scenario so far."""
     for at, _name, action in sorted(steps, key=lambda step: step[0]):
-        delay = start + at - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        rig.running.wait()  # a restart in progress holds the world still
+        while True:
+            rig.running.wait()  # a restart in progress holds the world still
+            delay = start + at + rig.held_s - time.monotonic()
+            if delay <= 0:
+                break
+            time.sleep(delay)  # then look again: a restart may have begun meanwhile
         action(rig)
 
 
@@ -186,7 +194,7 @@ def run_scenario(
     fault_thread.start()
     play(rig, SCENARIO, start)
     fault_thread.join()
-    delay = start + end_s - time.monotonic()
+    delay = start + end_s + rig.held_s - time.monotonic()
     if delay > 0:
         time.sleep(delay)
     rig.proxy.clear_rules()
