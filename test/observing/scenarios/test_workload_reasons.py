@@ -1,7 +1,7 @@
 """Why the nodes of a JobSet, a Slice or a Kueue-preempted JobSet went down: each cause of
 docs/metrics.md ("Reasons") driven through the Kubernetes API with the official client (nodes,
 their labels and taints, Slices and their conditions, JobSets as Kueue suspends them), read
-from the observation megamon reports and from the history it wrote."""
+from the observation megamon reports, from the history it wrote and from /metrics."""
 
 from __future__ import annotations
 
@@ -9,11 +9,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from megamon.domain import interruptions, labels
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.domain.reports import Report
+from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 from megamon.recording.loading import load_kind
 from test.observing.scenarios.world import Megamon, World
 
@@ -237,3 +239,44 @@ def test_a_slice_with_nothing_to_say_is_unknown(world: World, with_slices: Megam
     running_slice(world, with_slices)
     world.slice_conditions("slice-a")  # no Ready condition at all
     down(with_slices, Kind.SLICE, "slice-a", interruptions.UNKNOWN)
+
+
+# On /metrics ---------------------------------------------------------------------------------
+
+
+def recoveries(report: Report, kind: str) -> dict[str, float]:
+    """``megamon_<kind>_time_to_recover_seconds_count`` by reason, as a scrape reads it."""
+    registry = CollectorRegistry()
+    registry.register(ReportCollector("megamon", lambda: report, build=BuildInfo("0", "c", "d")))
+    name = f"megamon_{kind}_time_to_recover_seconds_count"
+    return {
+        sample.labels["reason"]: sample.value
+        for family in registry.collect()
+        for sample in family.samples
+        if sample.name == name
+    }
+
+
+def test_the_reasons_of_slices_and_jobset_nodes_label_their_histograms(
+    world: World, with_slices: Megamon
+) -> None:
+    running_slice(world, with_slices)
+    world.slice_conditions("slice-a", ("Ready", "False", "Degraded", "ICI link 3 is down"))
+    down(with_slices, Kind.SLICE, "slice-a", interruptions.ERROR)
+    world.slice_conditions("slice-a", ("Ready", "True", "Ready", "all hosts ready"))
+    report = with_slices.settle(lambda r: recoveries(r, "slice") == {"error": 1.0})
+    assert recoveries(report, "slice") == {"error": 1.0}
+
+
+def test_a_preempted_jobsets_nodes_label_their_histograms(world: World, megamon: Megamon) -> None:
+    uid = provisioned_jobset(world, megamon, spot=True)
+    world.delete_node("np-3")
+    down(megamon, Kind.JOBSET_NODES, uid, interruptions.PREEMPTION)
+    extra = {
+        labels.PROVISIONER_JOBSET_NAMESPACE: world.namespace,
+        labels.PROVISIONER_JOBSET_NAME: "train",
+        labels.SPOT: "true",
+    }
+    world.node("np-3", "np", topology="4x4", extra=extra)  # GKE brought a new VM
+    report = megamon.settle(lambda r: recoveries(r, "jobset_nodes") == {"preemption": 1.0})
+    assert recoveries(report, "jobset_nodes") == {"preemption": 1.0}
