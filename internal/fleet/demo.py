@@ -5,8 +5,8 @@ within a minute: eight node pools of different accelerators and topologies regis
 node; one stuck in GKE ``ERROR`` (a stockout) with its Slice failing; one interrupted (a node
 NotReady) and recovering; a spot pool preempted, its JobSet failing, then recovering; one
 JobSet completing and its pool deleted; one preempted by Kueue; a LeaderWorkerSet serving;
-Slices owned by a JobSet and an LWS, one degrading for a minute. Pools and workloads are tables; the steps are derived from them,
-so the timeline reads top to bottom.
+Slices owned by a JobSet and an LWS, one degrading for a minute. Pools and workloads are
+tables; the steps are derived from them, so the timeline reads top to bottom.
 
 Timeline (simulated minutes):
 
