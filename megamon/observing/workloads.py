@@ -64,18 +64,23 @@ def _jobset_nodes_cause(  # noqa: PLR0917 - the inputs of one rule
     pools_down: PoolsDown,
     provisioned: bool,
 ) -> Cause:
-    """Why the JobSet's nodes are down (``interruptions.jobset_nodes_cause``); none when up."""
+    """Why the JobSet's nodes are down (``interruptions.jobset_nodes_cause``); none when up.
+
+    The down pools are looked up (a pass over the cluster's nodes, once per call) only for
+    a JobSet that has not ended and whose nodes were complete once: the rule needs them
+    for no other."""
     expected = _expected_nodes(js)
     ready, unknown = counts
     completed = js.terminal == labels.JOBSET_COMPLETED
     if completed or is_up(expected, ready, unknown, settings.threshold):
         return NO_CAUSE
+    pools = pools_down(js.described) if provisioned and not js.terminal else ()
     return interruptions.jobset_nodes_cause(
         meaning=js.described.meaning,
         expected=expected,
         spot=js.described.tpu.spot or any(node.spot for node in found),
         nodes=_signals(found, now, settings),
-        pools_down=pools_down(js.described),
+        pools_down=pools,
         provisioned=provisioned,
     )
 
