@@ -301,8 +301,10 @@ class TestSlices:
             slice_obj("broken", ready="False"),
             slice_obj("silent", ready="False"),
             slice_obj("on-a-down-pool", ready="False"),
+            slice_obj("reason-only", ready="False"),
         ]
         raws[1]["status"]["conditions"][0].update(reason="Degraded", message="ICI link down")
+        raws[5]["status"]["conditions"][0].update(reason="HostsNotReady", message=7)
         raws[2]["status"]["conditions"].append(
             {"type": "SliceCreationFailed", "status": "True", "message": "no healthy partition"}
         )
@@ -320,6 +322,7 @@ class TestSlices:
             "broken": (interruptions.FAILED, "no healthy partition"),
             "silent": (interruptions.ERROR, ""),
             "on-a-down-pool": (interruptions.NODEPOOL, "np-a,np-b"),
+            "reason-only": (interruptions.ERROR, "HostsNotReady"),  # no usable message
         }
         vanished, _ = observe_slices([], active, [], owners, DEFAULT)
         assert vanished.observations["degraded"].reason == interruptions.NODE_LOST
