@@ -2,8 +2,10 @@
 
 A reason is decided from what megamon sees at the moment of the down transition — the node
 pool's GKE status, the labels and taints GKE puts on the pool's nodes, the nodes' readiness,
-a workload's ending condition and restart count, the node pools a JobSet runs on — and kept
-on the down event of the history (docs/metrics.md, "Reasons"). The set is small and fixed:
+a workload's ending condition and restart count, the node pools a JobSet or Slice runs on, a
+Slice's conditions — and kept on the down event of the history (docs/metrics.md, "Reasons").
+One rule per family of kinds: node pools, workloads (JobSets, LWS, described kinds), the
+nodes of a JobSet, Slices. The set is small and fixed:
 it becomes the ``reason`` label of the interruption histograms, so it must stay bounded.
 
 GKE's interruption types ("Manage GKE node disruption for GPUs and TPUs") map onto it so:
