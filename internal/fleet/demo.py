@@ -4,9 +4,9 @@ Why: ``make demo`` should show every state megamon reports, on a fleet an SRE re
 within a minute: eight node pools of different accelerators and topologies registering node by
 node; one stuck in GKE ``ERROR`` (a stockout) with its Slice failing; one interrupted (a node
 NotReady) and recovering; a spot pool preempted, its JobSet failing, then recovering; one
-JobSet completing and its pool deleted; one suspended; a LeaderWorkerSet serving; Slices
-owned by a JobSet and an LWS. Pools and workloads are tables; the steps are derived from them,
-so the timeline reads top to bottom.
+JobSet completing and its pool deleted; one preempted by Kueue; a LeaderWorkerSet serving;
+Slices owned by a JobSet and an LWS, one degrading for a minute. Pools and workloads are
+tables; the steps are derived from them, so the timeline reads top to bottom.
 
 Timeline (simulated minutes):
 
@@ -15,10 +15,11 @@ Timeline (simulated minutes):
     7:00–8:00   spot-inference, benchmark-v6e, llm-pretrain ready
     12:00       v5e-64-spot preempted (4 nodes NotReady); spot-inference Failed at 12:30
     12:00       notebook-eval Completed
+    13:00       llm-pretrain-0: Slice degraded (Ready=False, ``error``); ready again at 14:00
     14:00       benchmark-v6e Completed; its pool STOPPING at 16:00, gone at 18:00
     15:00       v6e-16-finetune: a node NotReady; finetune-v6e not ready; recovered 21:00–22:00
     18:00       v5e-64-spot recovered (GKE replaced the VMs)
-    24:00       rl-rollout suspended
+    24:00       rl-rollout preempted by Kueue (suspended: megamon records ``suspended``)
     30:00       steady state
 """
 
@@ -162,7 +163,9 @@ EVENTS = (
     _at("12:00", "v5e-64-spot: preempted, 4 nodes NotReady", "interrupt_pool", "v5e-64-spot", 4),
     _at("12:00", "dev/notebook-eval: Completed", "complete_jobset", "notebook-eval", "dev"),
     _at("12:30", "batch/spot-inference: Failed", "fail_jobset", "spot-inference", "batch"),
+    _at("13:00", "llm-pretrain-0: Slice degraded (Ready=False)", "degrade_slice", "llm-pretrain-0"),
     _at("14:00", "eval/benchmark-v6e: Completed", "complete_jobset", "benchmark-v6e", "eval"),
+    _at("14:00", "llm-pretrain-0: Slice ready again", "set_slice_ready", "llm-pretrain-0"),
     _at("15:00", "v6e-16-finetune: a node NotReady", "interrupt_pool", "v6e-16-finetune", 1),
     _at("15:30", "training/finetune-v6e: replica down", "set_jobset_ready",
         "finetune-v6e", "training", 0),
@@ -172,7 +175,8 @@ EVENTS = (
     _at("21:00", "v6e-16-finetune: node Ready again", "recover_pool", "v6e-16-finetune"),
     _at("22:00", "training/finetune-v6e: ready again", "set_jobset_ready",
         "finetune-v6e", "training"),
-    _at("24:00", "training/rl-rollout: suspended", "suspend_jobset", "rl-rollout", "training"),
+    _at("24:00", "training/rl-rollout: preempted by Kueue (suspended)", "preempt_jobset",
+        "rl-rollout", "training"),
     Step(minutes("30:00"), "steady state: nothing changes any more", _steady),
 )  # fmt: skip
 

@@ -36,6 +36,9 @@ STOCKOUT = (
     "Try a different zone, or try again later."
 )
 SLICE_FAILURE = "TPU slice creation failed: not enough capacity for the requested topology"
+SLICE_DEGRADED = "TPU host of the slice unhealthy: ICI link down"
+KUEUE_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
+"""The label naming the Kueue LocalQueue a JobSet is submitted to."""
 
 
 class FleetError(Exception):
@@ -357,6 +360,16 @@ class Fleet:
             self._drop_leader(namespace, workload, index)
         self._end_jobset(name, namespace, labels.JOBSET_SUSPENDED, objects.JOB_SUSPENDED)
 
+    def preempt_jobset(self, name: str, namespace: str, queue: str = "tpu-queue") -> None:
+        """Kueue preempts the JobSet: it is in a queue (``kueue.x-k8s.io/queue-name``) and
+        Kueue sets ``spec.suspend``, which the JobSet controller reports as for any
+        suspension (``Suspended``, ``SuspendedJobs``, "jobset is suspended"); only Kueue's
+        Workload says preemption (megamon: ``suspended``)."""
+        self._jobset(name, namespace)
+        queued = {"metadata": {"labels": {KUEUE_QUEUE_NAME: queue}}}
+        self.kube.patch("JobSet", name, queued, namespace)
+        self.suspend_jobset(name, namespace)
+
     def delete_jobset(self, name: str, namespace: str) -> None:
         """The JobSet is deleted, and with it its Jobs and their pods."""
         workload = self._jobset(name, namespace)
@@ -458,7 +471,14 @@ class Fleet:
         status = objects.slice_status(ready="False", since=self.now(), failure=message)
         self.kube.patch_status("Slice", name, status)
 
+    def degrade_slice(self, name: str, message: str = SLICE_DEGRADED) -> None:
+        """The slice's hardware fails under it: ``Ready=False`` with ``message`` (``error``)."""
+        self._slice(name)
+        status = objects.slice_status(ready="False", since=self.now(), degraded=message)
+        self.kube.patch_status("Slice", name, status)
+
     def delete_slice(self, name: str) -> None:
+        """The slice is gone (``node-lost`` while its owner runs)."""
         self._slice(name)
         self.kube.delete("Slice", name)
         self._slices.discard(name)

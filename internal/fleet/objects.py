@@ -388,14 +388,23 @@ def tpu_slice(name: str, *, shape: TpuShape, owner: Owner, since: str) -> Obj:
     }
 
 
-def slice_status(*, ready: str, since: str, failure: str | None = None) -> Obj:
-    """Slice status: ``Ready`` is ``ready``; ``failure`` adds ``SliceCreationFailed=True``."""
+SLICE_DEGRADED = "SliceDegraded"
+"""The ``Ready=False`` reason of a slice that was ready and no longer is (the fleet's word)."""
+
+
+def slice_status(
+    *, ready: str, since: str, failure: str | None = None, degraded: str | None = None
+) -> Obj:
+    """Slice status: ``Ready`` is ``ready``; ``failure`` adds ``SliceCreationFailed=True``;
+    ``degraded`` is the message of a ``Ready=False`` slice that lost its hardware."""
     reasons = {
         "True": ("SliceReady", "all TPU hosts of the slice are ready"),
         "False": ("SliceNotReady", "waiting for TPU hosts of the slice"),
         "Unknown": ("SliceStateUnknown", "TPU host health is unknown"),
     }
     reason, message = reasons[ready]
+    if degraded is not None:
+        reason, message = SLICE_DEGRADED, degraded
     conditions = [condition(labels.CONDITION_READY, ready, reason, message, since)]
     if failure is not None:
         failed = labels.CONDITION_SLICE_CREATION_FAILED

@@ -2,8 +2,10 @@
 
 A reason is decided from what megamon sees at the moment of the down transition — the node
 pool's GKE status, the labels and taints GKE puts on the pool's nodes, the nodes' readiness,
-a workload's ending condition and restart count, the node pools a JobSet runs on — and kept
-on the down event of the history (docs/metrics.md, "Reasons"). The set is small and fixed:
+a workload's ending condition and restart count, the node pools a JobSet or Slice runs on, a
+Slice's conditions — and kept on the down event of the history (docs/metrics.md, "Reasons").
+One rule per family of kinds: node pools, workloads (JobSets, LWS, described kinds), the
+nodes of a JobSet, Slices. The set is small and fixed:
 it becomes the ``reason`` label of the interruption histograms, so it must stay bounded.
 
 GKE's interruption types ("Manage GKE node disruption for GPUs and TPUs") map onto it so:
@@ -122,14 +124,7 @@ def nodepool_cause(
         return Cause(MAINTENANCE)
     if reconciling:
         return Cause(UPGRADE if nodes.cordoned else RECONCILING)
-    missing = nodes.present < expected
-    if spot and (nodes.terminating or missing or nodes.lost):
-        return Cause(PREEMPTION)
-    if missing or nodes.lost:
-        return Cause(NODE_LOST)
-    if nodes.not_ready:
-        return Cause(NODE_NOT_READY)
-    return Cause(UNKNOWN)
+    return _node_cause(expected=expected, spot=spot, nodes=nodes) or Cause(UNKNOWN)
 
 
 def workload_cause(*, meaning: str, pools_down: Sequence[str], restarted: bool) -> Cause:
@@ -147,4 +142,83 @@ def workload_cause(*, meaning: str, pools_down: Sequence[str], restarted: bool) 
         return Cause(NODEPOOL, _detail(",".join(sorted(pools_down))))
     if restarted:
         return Cause(RESTART)
+    return Cause(UNKNOWN)
+
+
+def _node_cause(*, expected: int, spot: bool, nodes: NodeSignals) -> Cause | None:
+    """What a set of nodes says on its own: maintenance, preemption, lost, not ready."""
+    if nodes.maintenance or (nodes.terminating and not spot):
+        return Cause(MAINTENANCE)
+    missing = nodes.present < expected
+    if spot and (nodes.terminating or missing or nodes.lost):
+        return Cause(PREEMPTION)
+    if missing or nodes.lost:
+        return Cause(NODE_LOST)
+    if nodes.not_ready:
+        return Cause(NODE_NOT_READY)
+    return None
+
+
+def jobset_nodes_cause(
+    *,
+    meaning: str,
+    expected: int,
+    spot: bool,
+    nodes: NodeSignals,
+    pools_down: Sequence[str],
+    provisioned: bool,
+) -> Cause:
+    """Why the nodes of a JobSet (``jobset_nodes``) are down, the first rule that holds winning.
+
+    The JobSet's own ending first (``failed``, ``suspended``: the TPU provisioner takes the
+    nodes of a suspended JobSet away, which is no node failure); then what its nodes say,
+    counted as the node pool observer counts them (``NodeSignals``): maintenance, preemption
+    on spot nodes, nodes gone or Unknown past the grace period, nodes NotReady; then the node
+    pools its nodes belong to when one of them has a node not Ready otherwise (Unknown
+    within the grace period), named in the detail; ``unknown`` when nothing explains it —
+    and for nodes never seen complete (``provisioned`` false), whose missing nodes are still
+    being created, not lost.
+    """
+    if meaning in (descriptions.FAILED, descriptions.SUSPENDED):
+        return Cause(FAILED if meaning == descriptions.FAILED else SUSPENDED)
+    if not provisioned:
+        return Cause(UNKNOWN)
+    found = _node_cause(expected=expected, spot=spot, nodes=nodes)
+    if found is not None:
+        return found
+    if pools_down:
+        return Cause(NODEPOOL, _detail(",".join(sorted(pools_down))))
+    return Cause(UNKNOWN)
+
+
+@dataclass(frozen=True, slots=True)
+class SliceSignals:
+    """What a down Slice says about why: its conditions, or that it is gone."""
+
+    vanished: bool = False
+    """No longer listed (or being deleted) while its owner still runs."""
+    creation_failed: str | None = None
+    """``SliceCreationFailed=True``: its message (``""`` when it has none); None otherwise."""
+    not_ready: str | None = None
+    """``Ready=False``: its message, else its reason; None otherwise."""
+
+
+def slice_cause(*, signals: SliceSignals, pools_down: Sequence[str]) -> Cause:
+    """Why a TPU Slice is down, the first rule that holds winning.
+
+    ``SliceCreationFailed=True`` (the slice is in an error state it cannot recover from by
+    itself) is ``failed``, with the condition's message; then the node pools of the slice's
+    nodes that are down, named; a slice gone or being deleted while its owner runs is
+    ``node-lost`` (its hosts were taken away); ``Ready=False`` is ``error`` with the
+    condition's message (the slice controller says the hardware is not ready); ``unknown``
+    otherwise (``Ready`` Unknown or absent, a slice not ready yet).
+    """
+    if signals.creation_failed is not None:
+        return Cause(FAILED, _detail(signals.creation_failed))
+    if pools_down:
+        return Cause(NODEPOOL, _detail(",".join(sorted(pools_down))))
+    if signals.vanished:
+        return Cause(NODE_LOST)
+    if signals.not_ready is not None:
+        return Cause(ERROR, _detail(signals.not_ready))
     return Cause(UNKNOWN)

@@ -1,17 +1,18 @@
-"""Which down node pools a JobSet runs on: the ``nodepool`` reason of a JobSet's interruption.
+"""Which down node pools a JobSet or Slice runs on: the ``nodepool`` reason of its interruption.
 
 A JobSet runs on the node pools of the nodes its leader pods are bound to (the scheduling
 map's join) and of the nodes the TPU provisioner labelled for it. A pool counts as down here
 when any of its nodes is not Ready (NotReady, or Unknown whether within the grace period or
 past it), the moment a slice failure reaches the JobSet; GKE's pool status follows later, at
 the next node pool cycle. Pure: computed from the cluster snapshot, once per call, and only
-when some JobSet is down and asks.
+when some JobSet is down and asks. A Slice runs on the node pools of the nodes labelled with
+its name (``cloud.google.com/gke-tpu-slice``).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 
 from megamon.domain.rules.readiness import Readiness, node_readiness
@@ -57,5 +58,30 @@ def jobset_pools_down(
     def pools_down(view: DescribedView) -> tuple[str, ...]:
         down, by_jobset = tables()
         return tuple(sorted(by_jobset.get((view.namespace, view.name), set()) & down))
+
+    return pools_down
+
+
+SlicePoolsDown = Callable[[str], tuple[str, ...]]
+"""For a slice's name: the down node pools of its nodes, sorted (``()`` when none)."""
+
+
+def no_slice_pools(name: str) -> tuple[str, ...]:
+    return ()
+
+
+def slice_pools_down(nodes: Iterable[NodeView], now: int, settings: Settings) -> SlicePoolsDown:
+    """For a slice's name: the down node pools its nodes belong to (built on first use)."""
+
+    @cache
+    def tables() -> dict[str, set[str]]:
+        members: dict[str, list[NodeView]] = defaultdict(list)
+        for node in nodes:
+            if node.tpu_slice:
+                members[node.tpu_slice].append(node)
+        return {name: _down_pools(found, now, settings) for name, found in members.items()}
+
+    def pools_down(name: str) -> tuple[str, ...]:
+        return tuple(sorted(tables().get(name, ())))
 
     return pools_down

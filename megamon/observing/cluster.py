@@ -11,7 +11,7 @@ from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.domain.owners import SliceOwner
 from megamon.domain.reports import ScheduledJob
-from megamon.observing.attribution import jobset_pools_down
+from megamon.observing.attribution import jobset_pools_down, slice_pools_down
 from megamon.observing.common import Memos, Observed, Problem, Settings
 from megamon.observing.described import DescribedObserver
 from megamon.observing.nodepools import observe_nodepools
@@ -72,12 +72,13 @@ def observe_workloads(
     lwss = list(snapshot.leaderworkersets.values())
     result = WorkloadObservation(owner_map=dict(owner_map))
     builtin = observers.builtin
+    pools_down = jobset_pools_down(snapshot.nodes, snapshot.leader_pods.values(), now, settings)
     if Kind.JOBSET in kinds:
-        pools_down = jobset_pools_down(snapshot.nodes, snapshot.leader_pods.values(), now, settings)
         _take(result, Kind.JOBSET, builtin.jobsets(jobsets, settings, pools_down))
     if Kind.JOBSET_NODES in kinds:
         nodes = snapshot.nodes.values()
-        _take(result, Kind.JOBSET_NODES, builtin.jobset_nodes(jobsets, nodes, now, settings))
+        observed = builtin.jobset_nodes(jobsets, nodes, now, settings, pools_down)
+        _take(result, Kind.JOBSET_NODES, observed)
     if Kind.LEADERWORKERSET in kinds:
         _take(result, Kind.LEADERWORKERSET, builtin.leaderworkersets(lwss, settings))
     for kind, observe in observers.described.items():
@@ -85,8 +86,9 @@ def observe_workloads(
         if kind in kinds and views is not None:
             _take(result, kind, observe(views.values(), settings))
     if Kind.SLICE in kinds:
+        slice_pools = slice_pools_down(snapshot.nodes.values(), now, settings)
         observed, result.owner_map = observe_slices(
-            snapshot.slices.values(), jobsets, lwss, owner_map, settings
+            snapshot.slices.values(), jobsets, lwss, owner_map, settings, slice_pools
         )
         _take(result, Kind.SLICE, observed)
     return result

@@ -11,10 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from megamon.domain import labels
+from megamon.domain.interruptions import NO_CAUSE, Cause, SliceSignals, slice_cause
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
 from megamon.domain.owners import SliceOwner
 from megamon.domain.rules import tpu
+from megamon.domain.rules.readiness import CONDITION_UNKNOWN
+from megamon.domain.rules.upness import is_up
+from megamon.observing.attribution import SlicePoolsDown, no_slice_pools
 from megamon.observing.common import Observed, Settings, problem_of
 from megamon.sources.kube.projections import JobSetView, LwsView, SliceView
 
@@ -45,14 +49,31 @@ def _attrs(name: str, owner: SliceOwner) -> Attrs:
     )
 
 
-def observe_slices(
+def _signals(sl: SliceView) -> SliceSignals:
+    return SliceSignals(
+        vanished=sl.terminating,
+        creation_failed=sl.creation_failed_message if sl.creation_failed else None,
+        not_ready=sl.not_ready_message if sl.ready_status == labels.FALSE else None,
+    )
+
+
+def _cause(name: str, signals: SliceSignals, pools_down: SlicePoolsDown) -> Cause:
+    return slice_cause(signals=signals, pools_down=pools_down(name))
+
+
+def observe_slices(  # noqa: PLR0917 - the sources a slice is joined with
     slices: Iterable[SliceView],
     jobsets: Iterable[JobSetView],
     lwss: Iterable[LwsView],
     owner_map: Mapping[str, SliceOwner],
     settings: Settings,
+    pools_down: SlicePoolsDown = no_slice_pools,
 ) -> tuple[Observed, dict[str, SliceOwner]]:
-    """Observations keyed by slice name, and the owner map to remember for next time."""
+    """Observations keyed by slice name, and the owner map to remember for next time.
+
+    A down slice gets a cause (``interruptions.slice_cause``): its conditions, the down node
+    pools of its nodes (``pools_down``), or that it vanished while its owner runs.
+    """
     jobset_index = {(js.namespace, js.name): js for js in jobsets}
     lws_index = {(w.namespace, w.name) for w in lwss}
     result = Observed()
@@ -68,7 +89,8 @@ def observe_slices(
             continue
         new_map[sl.name] = owner
         ready = 1 if sl.ready_status == labels.TRUE and not sl.terminating else 0
-        unknown = 1 if sl.ready_status == "Unknown" and not sl.terminating else 0
+        unknown = 1 if sl.ready_status == CONDITION_UNKNOWN and not sl.terminating else 0
+        down = not is_up(1, ready, unknown, settings.threshold)
         result.observations[sl.name] = Observation.build(
             expected=1,
             ready=ready,
@@ -78,12 +100,17 @@ def observe_slices(
             failed=sl.creation_failed,
             expected_down=not _owner_active(owner, jobset_index, lws_index),
             attrs=attrs,
+            cause=_cause(sl.name, _signals(sl), pools_down) if down else NO_CAUSE,
         )
     for name, owner in owner_map.items():
         if name in result.observations or not _owner_active(owner, jobset_index, lws_index):
             continue  # still there, or its owner ended: the slice is retired
         new_map[name] = owner
         result.observations[name] = Observation.build(
-            expected=1, ready=0, threshold=settings.threshold, attrs=_attrs(name, owner)
+            expected=1,
+            ready=0,
+            threshold=settings.threshold,
+            attrs=_attrs(name, owner),
+            cause=_cause(name, SliceSignals(vanished=True), pools_down),
         )
     return result, new_map

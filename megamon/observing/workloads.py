@@ -11,10 +11,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from functools import partial
 
-from megamon.domain import labels
+from megamon.domain import interruptions, labels
 from megamon.domain.descriptions import JOBSET_DESCRIPTION, LWS_DESCRIPTION, shipped
+from megamon.domain.interruptions import NO_CAUSE, Cause
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
+from megamon.domain.rules.upness import is_up
 from megamon.observing.common import Observed, Reuse, Settings, problem_of
 from megamon.observing.described import (
     Causes,
@@ -23,7 +25,7 @@ from megamon.observing.described import (
     no_pools,
     observe_described,
 )
-from megamon.observing.nodepools import _count
+from megamon.observing.nodepools import _count, _signals
 from megamon.sources.kube.projections import JobSetView, LwsView, NodeView
 
 JOBSET_FIELDS = shipped(JOBSET_DESCRIPTION).Labels.attr_fields()
@@ -34,17 +36,52 @@ def _subject(js: JobSetView) -> str:
     return f"{js.namespace}/{js.name}"
 
 
+def _expected_nodes(js: JobSetView) -> int:
+    return sum(rj.replicas * rj.parallelism for rj in js.replicated_jobs)
+
+
 def _jobset_nodes_observation(
-    js: JobSetView, ready: int, unknown: int, settings: Settings
+    js: JobSetView, ready: int, unknown: int, settings: Settings, cause: Cause = NO_CAUSE
 ) -> Observation:
     return Observation.build(
-        expected=sum(rj.replicas * rj.parallelism for rj in js.replicated_jobs),
+        expected=_expected_nodes(js),
         ready=ready,
         unknown=unknown,
         threshold=settings.threshold,
         status=js.terminal,
         expected_down=js.terminal == labels.JOBSET_COMPLETED,
         attrs=described_attrs(js.described, JOBSET_FIELDS),
+        cause=cause,
+    )
+
+
+def _jobset_nodes_cause(  # noqa: PLR0917 - the inputs of one rule
+    js: JobSetView,
+    found: list[NodeView],
+    counts: tuple[int, int],
+    now: int,
+    settings: Settings,
+    pools_down: PoolsDown,
+    provisioned: bool,
+) -> Cause:
+    """Why the JobSet's nodes are down (``interruptions.jobset_nodes_cause``); none when up.
+
+    The down pools are looked up (a pass over the cluster's nodes, once per call) only for
+    a JobSet that has not ended and whose nodes were complete once: the rule needs them
+    for no other."""
+    expected = _expected_nodes(js)
+    ready, unknown = counts
+    completed = js.terminal == labels.JOBSET_COMPLETED
+    if completed or is_up(expected, ready, unknown, settings.threshold):
+        return NO_CAUSE
+    pools = pools_down(js.described) if provisioned and not js.terminal else ()
+    return interruptions.jobset_nodes_cause(
+        meaning=js.described.meaning,
+        expected=expected,
+        spot=js.described.tpu.spot or any(node.spot for node in found),
+        nodes=_signals(found, now, settings),
+        pools_down=pools,
+        provisioned=provisioned,
     )
 
 
@@ -61,6 +98,7 @@ class WorkloadObserver:
         self._lws: Reuse[str, Observation] = Reuse()
         self._jobset_causes = Causes()
         self._lws_causes = Causes()
+        self._provisioned: set[str] = set()
 
     def jobsets(
         self,
@@ -84,27 +122,44 @@ class WorkloadObserver:
         )
 
     def jobset_nodes(
-        self, jobsets: Iterable[JobSetView], nodes: Iterable[NodeView], now: int, settings: Settings
+        self,
+        jobsets: Iterable[JobSetView],
+        nodes: Iterable[NodeView],
+        now: int,
+        settings: Settings,
+        pools_down: PoolsDown | None = None,
     ) -> Observed:
         """Keyed by JobSet UID: nodes the TPU provisioner created for the JobSet vs how many
-        it needs (Σ replicas × parallelism)."""
+        it needs (Σ replicas × parallelism), and why they are down when they are: what the
+        nodes say, else the down node pools it runs on (``pools_down``, as for JobSets).
+
+        Nodes never seen complete are not lost when missing (the provisioner is still
+        creating them): the UIDs seen up are remembered from call to call."""
         by_jobset: dict[tuple[str, str], list[NodeView]] = defaultdict(list)
         for node in nodes:
             if node.jobset_name:
                 by_jobset[(node.jobset_namespace, node.jobset_name)].append(node)
         result = Observed()
+        provisioned: set[str] = set()
         with self._jobset_nodes.call() as reuse:
             for js in jobsets:
                 found = by_jobset.get((js.namespace, js.name), [])
-                ready, unknown = _count(found, now, settings)
-                inputs = (js, ready, unknown, settings)
+                counts = _count(found, now, settings)
                 try:
+                    was_up = js.uid in self._provisioned
+                    cause = _jobset_nodes_cause(
+                        js, found, counts, now, settings, pools_down or no_pools, was_up
+                    )
+                    inputs = (js, *counts, settings, cause)
                     build = partial(_jobset_nodes_observation, *inputs)
                     observation = reuse(js.uid, inputs, build)
                 except Exception as err:  # one object, never the cycle
                     result.problems.append(problem_of(Kind.JOBSET_NODES, _subject(js), err))
                     continue
                 result.observations[js.uid] = observation
+                if observation.up or was_up:
+                    provisioned.add(js.uid)
+        self._provisioned = provisioned
         return result
 
     def leaderworkersets(self, lwss: Iterable[LwsView], settings: Settings) -> Observed:
@@ -121,10 +176,14 @@ def observe_jobsets(jobsets: Iterable[JobSetView], settings: Settings) -> Observ
 
 
 def observe_jobset_nodes(
-    jobsets: Iterable[JobSetView], nodes: Iterable[NodeView], now: int, settings: Settings
+    jobsets: Iterable[JobSetView],
+    nodes: Iterable[NodeView],
+    now: int,
+    settings: Settings,
+    pools_down: PoolsDown | None = None,
 ) -> Observed:
-    """``WorkloadObserver.jobset_nodes`` without a memo."""
-    return WorkloadObserver().jobset_nodes(jobsets, nodes, now, settings)
+    """``WorkloadObserver.jobset_nodes`` without a memo (so nothing was ever seen up)."""
+    return WorkloadObserver().jobset_nodes(jobsets, nodes, now, settings, pools_down)
 
 
 def observe_leaderworkersets(lwss: Iterable[LwsView], settings: Settings) -> Observed:

@@ -75,3 +75,54 @@ def test_only_a_down_observation_that_is_not_expected_down_keeps_a_cause() -> No
 def test_reasons_are_a_small_fixed_set_of_label_values() -> None:
     assert len(set(i.REASONS)) == len(i.REASONS) == 12
     assert all(r.replace("-", "").isalpha() and r.islower() for r in i.REASONS)
+
+
+def nodes_of_jobset(
+    nodes: NodeSignals,
+    *,
+    meaning: str = "",
+    spot: bool = False,
+    pools: tuple[str, ...] = (),
+    provisioned: bool = True,
+) -> Cause:
+    return i.jobset_nodes_cause(
+        meaning=meaning, expected=2, spot=spot, nodes=nodes, pools_down=pools,
+        provisioned=provisioned,
+    )  # fmt: skip
+
+
+def test_jobset_nodes_reasons_in_priority_order() -> None:
+    everything = NodeSignals(present=1, lost=1, not_ready=1, maintenance=1)
+    assert nodes_of_jobset(everything, meaning=FAILED, pools=("a",)) == Cause(i.FAILED)
+    assert nodes_of_jobset(NodeSignals(), meaning=SUSPENDED) == Cause(i.SUSPENDED)
+    assert nodes_of_jobset(everything, pools=("a",)) == Cause(i.MAINTENANCE)
+    assert nodes_of_jobset(NodeSignals(present=2, terminating=1)) == Cause(i.MAINTENANCE)
+    assert nodes_of_jobset(NodeSignals(present=2, terminating=1), spot=True).reason == i.PREEMPTION
+    assert nodes_of_jobset(NodeSignals(present=1), spot=True) == Cause(i.PREEMPTION)
+    assert nodes_of_jobset(NodeSignals(present=1), pools=("a",)) == Cause(i.NODE_LOST)
+    assert nodes_of_jobset(NodeSignals(present=2, lost=1)) == Cause(i.NODE_LOST)
+    assert nodes_of_jobset(NodeSignals(present=2, not_ready=1)) == Cause(i.NODE_NOT_READY)
+    # nodes that say nothing more (Unknown within the grace period): the pools, named
+    assert nodes_of_jobset(NodeSignals(present=2), pools=("b", "a")) == Cause(i.NODEPOOL, "a,b")
+    assert nodes_of_jobset(NodeSignals(present=2)) == Cause(i.UNKNOWN)
+
+
+def test_jobset_nodes_never_complete_are_being_created_not_lost() -> None:
+    assert nodes_of_jobset(NodeSignals(present=0), provisioned=False) == Cause(i.UNKNOWN)
+    assert nodes_of_jobset(NodeSignals(present=0)) == Cause(i.NODE_LOST)
+    # its own ending still counts
+    assert nodes_of_jobset(NodeSignals(), meaning=FAILED, provisioned=False) == Cause(i.FAILED)
+
+
+def test_slice_reasons_in_priority_order() -> None:
+    def cause(pools: tuple[str, ...] = (), **signals: object) -> Cause:
+        return i.slice_cause(signals=i.SliceSignals(**signals), pools_down=pools)  # type: ignore[arg-type]
+
+    failed = {"creation_failed": "partition p0 unhealthy", "vanished": True, "not_ready": "x"}
+    assert cause(("a",), **failed) == Cause(i.FAILED, "partition p0 unhealthy")
+    assert cause(("b", "a"), vanished=True, not_ready="x") == Cause(i.NODEPOOL, "a,b")
+    assert cause(vanished=True, not_ready="x") == Cause(i.NODE_LOST)
+    assert cause(not_ready="hardware degraded") == Cause(i.ERROR, "hardware degraded")
+    assert cause(not_ready="") == Cause(i.ERROR)
+    assert cause() == Cause(i.UNKNOWN)
+    assert len(cause(creation_failed="y" * 1000).detail) == i.MAX_DETAIL

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from megamon.domain import labels, timestamps
+from megamon.domain import interruptions, labels, timestamps
 from megamon.domain.kinds import Kind
 from megamon.domain.owners import SliceOwner
 from megamon.errors import ObservationError
@@ -293,6 +293,39 @@ class TestSlices:
         done = [jobset_view(jobset(terminal="Completed"))]
         got, owners = observe_slices([], done, [], owners, DEFAULT)
         assert got.observations == {} and owners == {}
+
+    def test_each_down_slice_says_why(self) -> None:
+        raws = [
+            slice_obj("gone-soon", deletionTimestamp="2026-06-01T00:00:00Z"),
+            slice_obj("degraded", ready="False"),
+            slice_obj("broken", ready="False"),
+            slice_obj("silent", ready="False"),
+            slice_obj("on-a-down-pool", ready="False"),
+            slice_obj("reason-only", ready="False"),
+        ]
+        raws[1]["status"]["conditions"][0].update(reason="Degraded", message="ICI link down")
+        raws[5]["status"]["conditions"][0].update(reason="HostsNotReady", message=7)
+        raws[2]["status"]["conditions"].append(
+            {"type": "SliceCreationFailed", "status": "True", "message": "no healthy partition"}
+        )
+        active = [jobset_view(jobset())]
+
+        def pools_down(name: str) -> tuple[str, ...]:
+            return ("np-b", "np-a") if name == "on-a-down-pool" else ()
+
+        views = [slice_view(r) for r in raws]
+        got, owners = observe_slices(views, active, [], {}, DEFAULT, pools_down)
+        causes = {k: (o.reason, o.reason_detail) for k, o in got.observations.items()}
+        assert causes == {
+            "gone-soon": (interruptions.NODE_LOST, ""),
+            "degraded": (interruptions.ERROR, "ICI link down"),
+            "broken": (interruptions.FAILED, "no healthy partition"),
+            "silent": (interruptions.ERROR, ""),
+            "on-a-down-pool": (interruptions.NODEPOOL, "np-a,np-b"),
+            "reason-only": (interruptions.ERROR, "HostsNotReady"),  # no usable message
+        }
+        vanished, _ = observe_slices([], active, [], owners, DEFAULT)
+        assert vanished.observations["degraded"].reason == interruptions.NODE_LOST
 
     def test_a_slice_whose_owner_is_gone_or_terminal_is_expected_down(self) -> None:
         got, _ = observe_slices([slice_view(slice_obj("a"))], [], [], {}, DEFAULT)

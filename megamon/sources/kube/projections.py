@@ -102,6 +102,8 @@ class NodeView:
     """What GKE's labels and taints say of maintenance (``interruptions.NODE_MAINTENANCE_*``)."""
     unschedulable: bool = False
     """``spec.unschedulable``: the node is cordoned (drained for an upgrade, say)."""
+    tpu_slice: str = ""
+    """``cloud.google.com/gke-tpu-slice``: the TPU Slice the node is part of."""
 
 
 def _taint_keys(spec: Json) -> frozenset[str]:
@@ -148,6 +150,7 @@ def node_view(obj: Json) -> NodeView:
         ready_since_ns=since,
         maintenance=_maintenance(lab, _taint_keys(spec)),
         unschedulable=spec.get("unschedulable") is True,
+        tpu_slice=_shared(lab, labels.TPU_SLICE),
     )
 
 
@@ -280,6 +283,21 @@ class SliceView:
     accelerator: str
     topology: str
     uid: str = ""
+    creation_failed_message: str = ""
+    """The ``SliceCreationFailed`` condition's message, when it is True."""
+    not_ready_message: str = ""
+    """The ``Ready`` condition's message (else its reason), when it is False."""
+
+
+def _says(condition: Json | None) -> str:
+    """A condition's message, else its reason: what it says of why (``""`` when silent)."""
+    if condition is None:
+        return ""
+    for key in ("message", "reason"):
+        value = condition.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 def slice_view(obj: Json) -> SliceView:
@@ -288,15 +306,19 @@ def slice_view(obj: Json) -> SliceView:
     spec = _dict(obj, "spec")
     ready = _condition(obj, labels.CONDITION_READY)
     failed = _condition(obj, labels.CONDITION_SLICE_CREATION_FAILED)
+    ready_status = str(ready.get("status")) if ready is not None else None
+    creation_failed = failed is not None and failed.get("status") == labels.TRUE
     return SliceView(
         name=name,
         owner_kind=_text(lab, labels.SLICE_OWNER_KIND),
         owner_name=_text(lab, labels.SLICE_OWNER_NAME),
         owner_namespace=_text(lab, labels.SLICE_OWNER_NAMESPACE),
-        ready_status=str(ready.get("status")) if ready is not None else None,
+        ready_status=ready_status,
         terminating=bool(meta.get("deletionTimestamp")),
-        creation_failed=failed is not None and failed.get("status") == labels.TRUE,
+        creation_failed=creation_failed,
         accelerator=str(spec.get("type", "")),
         topology=str(spec.get("topology", "")),
         uid=str(meta.get("uid") or ""),
+        creation_failed_message=_says(failed) if creation_failed else "",
+        not_ready_message=_says(ready) if ready_status == labels.FALSE else "",
     )

@@ -1,6 +1,8 @@
 """The simulated fleet's interruption causes, as megamon's observers see them through the real
-clients: maintenance, an upgrade, a spot preemption, a node lost, a JobSet restart and a
-JobSet brought down by its node pool (docs/metrics.md, "Reasons")."""
+clients: maintenance, an upgrade, a spot preemption, a node lost, a JobSet restart, a JobSet
+brought down by its node pool, the same causes on the nodes of a JobSet, a Slice that failed,
+degraded, vanished or lost its node pool, and a JobSet Kueue preempted (docs/metrics.md,
+"Reasons")."""
 
 from __future__ import annotations
 
@@ -12,12 +14,13 @@ import pytest
 from google.cloud.container_v1 import ClusterManagerClient
 from kubernetes import client
 
-from internal.fleet import Fleet
+from internal.fleet import Fleet, Owner
 from megamon.domain import interruptions
 from megamon.domain.observations import Observation
-from megamon.observing.attribution import jobset_pools_down
+from megamon.observing.attribution import jobset_pools_down, slice_pools_down
 from megamon.observing.common import Settings
 from megamon.observing.nodepools import observe_nodepools
+from megamon.observing.slices import observe_slices
 from megamon.observing.workloads import WorkloadObserver
 from megamon.sources.gke.lister import GkeNodePoolLister
 from megamon.sources.kube import projections
@@ -102,3 +105,93 @@ def test_a_restarted_jobset_and_one_brought_down_by_its_pool(
     fleet.interrupt_pool("np", 1)
     seen = observe()
     assert (seen.reason, seen.reason_detail) == (interruptions.NODEPOOL, "np")
+
+
+def jobsets(api: Any) -> list[projections.JobSetView]:
+    custom = client.CustomObjectsApi(api)
+    items = custom.list_cluster_custom_object("jobset.x-k8s.io", "v1alpha2", "jobsets")
+    return [projections.jobset_view(o) for o in items["items"]]
+
+
+@pytest.mark.parametrize(
+    ("action", "spot", "reason"),
+    [
+        ("maintain_pool", False, interruptions.MAINTENANCE),
+        ("preempt_pool", True, interruptions.PREEMPTION),
+        ("preempt_pool", False, interruptions.NODE_LOST),
+        ("interrupt_pool", False, interruptions.NODE_NOT_READY),
+    ],
+)
+def test_the_nodes_of_a_jobset_take_the_cause_of_their_pool(
+    fleet: Fleet, kube_api_client: Any, action: str, spot: bool, reason: str
+) -> None:
+    fleet.create_pool("np", *V6E_16, spot=spot, jobset=("ml", "train"))
+    fleet.add_nodes("np", 4)
+    fleet.create_jobset("train", "ml", "np", parallelism=4)
+    observer = WorkloadObserver()
+
+    def observe() -> Observation:
+        found = observer.jobset_nodes(jobsets(kube_api_client), nodes(kube_api_client),
+                                      time.time_ns(), Settings())  # fmt: skip
+        (only,) = found.observations.values()
+        return only
+
+    assert observe().up
+    getattr(fleet, action)("np", 1)
+    assert (observe().up, observe().reason) == (False, reason)
+    fleet.recover_pool("np")
+    assert (observe().up, observe().reason) == (True, "")
+
+
+def test_a_jobset_kueue_preempts_is_suspended(fleet: Fleet, kube_api_client: Any) -> None:
+    fleet.create_pool("np", *V6E_16)
+    fleet.add_nodes("np", 4)
+    fleet.create_jobset("train", "ml", "np")
+    fleet.set_jobset_ready("train", "ml")
+    observer = WorkloadObserver()
+    (seen,) = observer.jobsets(jobsets(kube_api_client), Settings()).observations.values()
+    assert seen.up
+    fleet.preempt_jobset("train", "ml")
+    (seen,) = observer.jobsets(jobsets(kube_api_client), Settings()).observations.values()
+    assert (seen.up, seen.reason) == (False, interruptions.SUSPENDED)
+
+
+@pytest.mark.parametrize(
+    ("action", "reason", "detail"),
+    [
+        ("fail_slice", interruptions.FAILED, "TPU slice creation failed"),
+        ("degrade_slice", interruptions.ERROR, "TPU host of the slice unhealthy"),
+        ("delete_slice", interruptions.NODE_LOST, ""),
+        ("interrupt_pool", interruptions.NODEPOOL, "np"),
+    ],
+)
+def test_each_slice_cause_of_the_fleet_is_the_reason_megamon_gives(
+    fleet: Fleet, kube_api_client: Any, action: str, reason: str, detail: str
+) -> None:
+    fleet.create_pool("np", *V6E_16, tpu_slice="slice-a")
+    fleet.add_nodes("np", 4)
+    fleet.create_jobset("train", "ml", "np")
+    fleet.create_slice("slice-a", "np", Owner.jobset("train", "ml"))
+    fleet.set_slice_ready("slice-a")
+    custom = client.CustomObjectsApi(kube_api_client)
+    owners: dict[str, Any] = {}
+
+    def observe() -> Observation:
+        nonlocal owners
+        raw = custom.list_cluster_custom_object("accelerator.gke.io", "v1beta1", "slices")
+        views = [projections.slice_view(o) for o in raw["items"]]
+        down = slice_pools_down(nodes(kube_api_client), time.time_ns(), Settings())
+        found, owners = observe_slices(
+            views, jobsets(kube_api_client), [], owners, Settings(), down
+        )
+        return found.observations["slice-a"]
+
+    assert observe().up
+    if action == "interrupt_pool":
+        fleet.interrupt_pool("np", 1)
+        fleet.set_slice_ready("slice-a", "False")
+    else:
+        getattr(fleet, action)("slice-a")
+    seen = observe()
+    assert (seen.up, seen.reason) == (False, reason)
+    assert seen.reason_detail.startswith(detail)

@@ -151,7 +151,14 @@ class World:
         return str(created["metadata"]["uid"])
 
     def jobset_status(
-        self, name: str, ready: int, condition: str = "", restarts: int | None = None
+        self,
+        name: str,
+        ready: int,
+        condition: str = "",
+        restarts: int | None = None,
+        *,
+        reason: str = "Test",
+        message: str = "set by test",
     ) -> None:
         status: dict[str, Any] = {"replicatedJobsStatus": [{"name": "slice", "ready": ready}]}
         if restarts is not None:
@@ -161,8 +168,8 @@ class World:
                 {
                     "type": condition,
                     "status": "True",
-                    "reason": "Test",
-                    "message": "set by test",
+                    "reason": reason,
+                    "message": message,
                     "lastTransitionTime": timestamps.format_ns(time.time_ns()),
                 }
             ]
@@ -271,6 +278,24 @@ class World:
             SLICES.plural,
             name,
             {"status": {"conditions": [condition]}},
+        )
+
+    def slice_conditions(self, name: str, *conditions: tuple[str, str, str, str]) -> None:
+        """Replace a Slice's conditions, each (type, status, reason, message), as its
+        controller writes them."""
+        moment = timestamps.format_ns(time.time_ns())
+        body = [
+            {"type": t, "status": s, "reason": r, "message": m, "lastTransitionTime": moment}
+            for t, s, r, m in conditions
+        ]
+        self._custom().patch_cluster_custom_object_status(
+            SLICES.group, SLICES.version, SLICES.plural, name, {"status": {"conditions": body}}
+        )
+
+    def patch_jobset(self, name: str, body: dict[str, Any]) -> None:
+        """Labels or ``spec.suspend``, as a user or Kueue changes them."""
+        self._custom().patch_namespaced_custom_object(
+            JOBSETS.group, JOBSETS.version, self.namespace, JOBSETS.plural, name, body
         )
 
     def delete_slice(self, name: str) -> None:
