@@ -244,6 +244,10 @@ class KindDescription(_Part):
     Completed: list[Condition] = []
     Failed: list[Condition] = []
     Suspended: list[Condition] = []
+    Preempted: list[Condition] = []
+    """Conditions that say a resource was preempted (Kueue's ``Evicted`` with reason
+    ``Preempted``). Not ending ones: a preempted resource is requeued and expected back, so
+    it is down as an interruption, whose reason is ``preemption``."""
     NodeSelector: NodeSelectorPaths | None = None
     Restarts: Count | None = None
     """A count of how many times the resource restarted (JobSet ``status.restarts``),

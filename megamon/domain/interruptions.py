@@ -127,17 +127,23 @@ def nodepool_cause(
     return _node_cause(expected=expected, spot=spot, nodes=nodes) or Cause(UNKNOWN)
 
 
-def workload_cause(*, meaning: str, pools_down: Sequence[str], restarted: bool) -> Cause:
+def workload_cause(
+    *, meaning: str, pools_down: Sequence[str], restarted: bool, preempted: bool = False
+) -> Cause:
     """Why a workload (JobSet, LeaderWorkerSet, described kind) is down.
 
     ``meaning`` is its ending condition's (``failed``, ``suspended`` or ``""``);
-    ``pools_down`` the node pools it runs on that are down now (named in the detail, sorted);
-    ``restarted`` whether its restart count grew since it was last up.
+    ``preempted`` whether one of its description's ``Preempted`` conditions holds (a Kueue
+    Workload evicted by preemption); ``pools_down`` the node pools it runs on that are down
+    now (named in the detail, sorted); ``restarted`` whether its restart count grew since it
+    was last up.
     """
     if meaning == descriptions.FAILED:
         return Cause(FAILED)
     if meaning == descriptions.SUSPENDED:
         return Cause(SUSPENDED)
+    if preempted:
+        return Cause(PREEMPTION)
     if pools_down:
         return Cause(NODEPOOL, _detail(",".join(sorted(pools_down))))
     if restarted:

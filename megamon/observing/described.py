@@ -71,7 +71,9 @@ def _cause(view: DescribedView, causes: Causes, settings: Settings) -> Cause:
     last = causes.restarts_when_up.get(view.uid)
     restarted = view.restarts is not None and last is not None and view.restarts > last
     pools = causes.pools_down(view) if not view.terminal else ()
-    return workload_cause(meaning=view.meaning, pools_down=pools, restarted=restarted)
+    return workload_cause(
+        meaning=view.meaning, pools_down=pools, restarted=restarted, preempted=view.preempted
+    )
 
 
 def described_observation(

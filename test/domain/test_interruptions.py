@@ -55,6 +55,15 @@ def test_workload_reasons_in_priority_order() -> None:
     assert cause(COMPLETED) == Cause(i.UNKNOWN)
 
 
+def test_a_preempted_workload_says_so_unless_it_ended() -> None:
+    def cause(meaning: str, pools: tuple[str, ...] = ()) -> Cause:
+        return i.workload_cause(meaning=meaning, pools_down=pools, restarted=True, preempted=True)
+
+    assert cause("", ("a",)) == Cause(i.PREEMPTION)  # evicted by Kueue, before its pools
+    assert cause(FAILED) == Cause(i.FAILED)
+    assert cause(SUSPENDED) == Cause(i.SUSPENDED)  # deactivated: an end, not a preemption
+
+
 def test_a_long_status_message_is_cut() -> None:
     cause = i.nodepool_cause(
         failed=True, reconciling=False, message="x" * 1000, expected=1, spot=False,

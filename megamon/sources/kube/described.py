@@ -62,6 +62,8 @@ class DescribedView:
     """(topology, replicas) of each pod template that asks for a TPU topology."""
     restarts: int | None = None
     """The description's ``Restarts`` count, ``None`` when it has none."""
+    preempted: bool = False
+    """One of the description's ``Preempted`` conditions holds."""
 
 
 def _values(path: CompiledPath, obj: Any) -> list[Any]:
@@ -202,6 +204,7 @@ def described_projection(description: KindDescription) -> Callable[[Json], Descr
             tpu=tpu,
             shapes=shapes,
             restarts=restarts(obj, where) if restarts is not None else None,
+            preempted=any(_holds(c, w) for c in conditions for w in description.Preempted),
         )
 
     return project

@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from internal.fakegke import FakeGke
 from internal.fakekube.fakekube import FakeKube
 from megamon.config import parse_config
-from megamon.domain import labels
+from megamon.domain import interruptions, labels
 from megamon.domain.descriptions import KindDescription, shipped
 from megamon.domain.events import EventRecord
 from megamon.domain.reports import Report
@@ -63,6 +63,8 @@ class Lifecycle:
     ending: str
     """The condition type a completed or failed one reports as its status."""
     chips: int
+    reason: str
+    """Why the interruption happened, as megamon records it."""
 
 
 def _trainjob(name: str) -> dict[str, Any]:
@@ -101,6 +103,7 @@ TRAINJOB_LIFECYCLE = Lifecycle(
     },
     ending="",
     chips=16,
+    reason=interruptions.UNKNOWN,  # fewer ready jobs, nothing says why
 )
 
 
@@ -141,6 +144,7 @@ WORKLOAD_LIFECYCLE = Lifecycle(
     failed={**_admitted(), "conditions": [_condition("Finished", "Failed")]},
     ending="Finished",
     chips=16,
+    reason=interruptions.PREEMPTION,  # Evicted, reason Preempted
 )
 
 LIFECYCLES = {"trainjob": TRAINJOB_LIFECYCLE, "kueue-workload": WORKLOAD_LIFECYCLE}
@@ -202,6 +206,7 @@ def test_a_described_workload_is_interrupted_recovers_and_completes(
     world.described_status(kind, "train", life.interrupted)
     down = megamon.settle(_observed(kind, uid, lambda o: not o.up))
     assert down.kind(kind.kind).summaries[uid].interruption_count == 1
+    assert down.kind(kind.kind).observations[uid].reason == life.reason
 
     world.described_status(kind, "train", life.running)
     recovered = megamon.settle(_observed(kind, uid, lambda o: o.up))
@@ -218,7 +223,9 @@ def test_a_described_workload_is_interrupted_recovers_and_completes(
     assert done.kind(kind.kind).summaries[uid].interruption_count == 1, "a planned end"
 
     megamon.aggregator.persist_once()
-    assert uid in _history(store, kind)
+    recorded = _history(store, kind)[uid]
+    downs = [e.reason for e in recorded.events if not e.up and not e.expected_down]
+    assert downs[-1] == life.reason, "the interruption's reason, in the durable history"
     samples = _samples(done, kind)
     series = {
         names.LABEL_TPU_TOPOLOGY: "4x4",
