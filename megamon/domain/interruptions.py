@@ -124,7 +124,7 @@ def nodepool_cause(
         return Cause(MAINTENANCE)
     if reconciling:
         return Cause(UPGRADE if nodes.cordoned else RECONCILING)
-    return _node_cause(expected=expected, spot=spot, nodes=nodes) or Cause(UNKNOWN)
+    return node_cause(expected=expected, spot=spot, nodes=nodes) or Cause(UNKNOWN)
 
 
 def workload_cause(
@@ -151,8 +151,9 @@ def workload_cause(
     return Cause(UNKNOWN)
 
 
-def _node_cause(*, expected: int, spot: bool, nodes: NodeSignals) -> Cause | None:
-    """What a set of nodes says on its own: maintenance, preemption, lost, not ready."""
+def node_cause(*, expected: int, spot: bool, nodes: NodeSignals) -> Cause | None:
+    """What a set of nodes says on its own: maintenance, preemption, lost, not ready; None
+    when they say nothing (then, for the nodes of a JobSet, the down node pools may)."""
     if nodes.maintenance or (nodes.terminating and not spot):
         return Cause(MAINTENANCE)
     missing = nodes.present < expected
@@ -189,7 +190,7 @@ def jobset_nodes_cause(
         return Cause(FAILED if meaning == descriptions.FAILED else SUSPENDED)
     if not provisioned:
         return Cause(UNKNOWN)
-    found = _node_cause(expected=expected, spot=spot, nodes=nodes)
+    found = node_cause(expected=expected, spot=spot, nodes=nodes)
     if found is not None:
         return found
     if pools_down:
