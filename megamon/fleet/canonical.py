@@ -16,6 +16,10 @@ three relations:
 ``labels``
     ``cluster, kind, key, name, accelerator, topology, chips``: from ``reports/latest.json``,
     the fallback for live keys the history does not name (the Go megamon's histories).
+``observed``
+    ``cluster, kind, since, until``: spans megamon was observing a kind without a break (the
+    log's heartbeats, and the spans a snapshot mark keeps); the gaps between them are the
+    unobserved time the report leaves out of availability.
 
 The snapshot files and archive entries are decoded by ``megamon.codec.history`` (the same
 decoder as every other reader) and handed to DuckDB as CSV; the log's segments are read by
@@ -61,6 +65,12 @@ RETIREMENT_COLUMNS: dict[str, str] = {
     "key": "VARCHAR",
     "retired_at": "BIGINT",
 }
+OBSERVED_COLUMNS: dict[str, str] = {
+    "cluster": "VARCHAR",
+    "kind": "VARCHAR",
+    "since": "BIGINT",
+    "until": "BIGINT",
+}
 LABEL_COLUMNS: dict[str, str] = {
     "cluster": "VARCHAR",
     "kind": "VARCHAR",
@@ -81,6 +91,7 @@ def create_relations(con: duckdb.DuckDBPyConnection) -> None:
     and the views ``entries`` and ``retirements`` of the kinds asked for."""
     con.execute(f"CREATE TABLE staged_entries ({_schema(ENTRY_COLUMNS)})")
     con.execute(f"CREATE TABLE staged_retirements ({_schema(RETIREMENT_COLUMNS)})")
+    con.execute(f"CREATE TABLE staged_observed ({_schema(OBSERVED_COLUMNS)})")
     con.execute(f"CREATE TABLE labels ({_schema(LABEL_COLUMNS)})")
 
 
@@ -116,6 +127,7 @@ class CsvRelations:
             "entries": directory / "entries.csv",
             "retirements": directory / "retirements.csv",
             "labels": directory / "labels.csv",
+            "observed": directory / "observed.csv",
         }
         self._files: dict[str, TextIO] = {
             name: path.open("w", newline="", encoding="utf-8") for name, path in self._paths.items()
@@ -204,17 +216,24 @@ class CsvRelations:
         row = (cluster, kind.value, key, name, accelerator, topology, chips_of(attrs))
         self._writers["labels"].writerow(row)
 
+    def observed(self, cluster: str, kind: Kind, spans: Iterable[tuple[int, int]]) -> None:
+        """The spans a snapshot mark says megamon was observing ``kind``."""
+        for since, until in spans:
+            self._writers["observed"].writerow((cluster, kind.value, since, until))
+
     def load(self, con: duckdb.DuckDBPyConnection) -> None:
         """Close the files and append them to the tables."""
         columns = {
             "entries": ENTRY_COLUMNS,
             "retirements": RETIREMENT_COLUMNS,
             "labels": LABEL_COLUMNS,
+            "observed": OBSERVED_COLUMNS,
         }
         tables = {
             "entries": "staged_entries",
             "retirements": "staged_retirements",
             "labels": "labels",
+            "observed": "staged_observed",
         }
         for name, handle in self._files.items():
             handle.close()
@@ -314,6 +333,20 @@ def log_retirements_sql(cluster: str, root: Path) -> str:
     """
 
 
+_OBSERVED_COLUMNS = (
+    "{'type': 'VARCHAR', 'kind': 'VARCHAR', 'tsNs': 'BIGINT', 'since': 'BIGINT'}"
+)
+
+
+def log_observed_sql(cluster: str, root: Path) -> str:
+    """A SELECT of the log's heartbeats (``observed`` lines) as ``observed`` rows."""
+    return f"""
+      SELECT {_sql_text(cluster)} AS cluster, kind, since, tsNs AS until
+      FROM {_read_log(root, _OBSERVED_COLUMNS)}
+      WHERE type = 'observed' AND since IS NOT NULL AND tsNs IS NOT NULL AND kind IS NOT NULL
+    """
+
+
 def define_relations(
     con: duckdb.DuckDBPyConnection, histories: Iterable[tuple[str, Path]], kinds: Sequence[str]
 ) -> None:
@@ -328,5 +361,11 @@ def define_relations(
         con.execute(f"INSERT INTO staged_entries SELECT * FROM ({entries}) WHERE kind IN {wanted}")
         retired = log_retirements_sql(cluster, root)
         con.execute(f"INSERT INTO staged_retirements {retired}")
-    for view, table in (("entries", "staged_entries"), ("retirements", "staged_retirements")):
+        con.execute(f"INSERT INTO staged_observed {log_observed_sql(cluster, root)}")
+    views = (
+        ("entries", "staged_entries"),
+        ("retirements", "staged_retirements"),
+        ("observed", "staged_observed"),
+    )
+    for view, table in views:
         con.execute(f"CREATE VIEW {view} AS SELECT * FROM {table} WHERE kind IN {wanted}")

@@ -18,12 +18,15 @@ from typing import Any
 import duckdb
 
 from megamon.codec import report as report_codec
+from megamon.domain import timestamps
 from megamon.domain.kinds import Kind
 from megamon.domain.summaries import ProvisioningState
 from megamon.errors import ConfigError
 from megamon.fleet.canonical import CsvRelations, create_relations, define_relations
-from megamon.fleet.figures_sql import FIGURES_SQL
+from megamon.fleet.figures_sql import figures_sql
 from megamon.fleet.model import FLEET, ChipTime, FleetAggregate, FleetReport, FleetResource
+from megamon.recording.eventlog import DEFAULT_HEARTBEAT_S
+from megamon.recording.loading import read_mark
 from megamon.stores.local import LocalEventStore
 from megamon.summary.availability import BandState, Incidents, TimeSplit, Window
 
@@ -32,6 +35,9 @@ log = logging.getLogger(__name__)
 _KIND_ORDER = {kind: index for index, kind in enumerate(Kind)}
 _LIVE_LAST = 1 << 62
 LATEST_REPORT = Path("reports") / "latest.json"
+UNOBSERVED_SLACK_NS = 2 * int(DEFAULT_HEARTBEAT_S) * timestamps.NANOS_PER_SECOND
+"""A running megamon's last heartbeat may be this old; after it, the time is unobserved (the
+one-history report's rule, ``megamon.cli.report``)."""
 MEMORY_LIMIT = "1500MB"
 """DuckDB spills to its temporary directory past this, so a fleet report stays under 2 GB."""
 
@@ -90,6 +96,9 @@ def stage_history(rows: CsvRelations, history: History, kinds: Sequence[Kind]) -
                 )
         for key, attrs in labels.get(kind, {}).items():
             rows.label(cluster, kind, key, attrs)
+        mark = read_mark(store, kind)
+        if mark is not None:
+            rows.observed(cluster, kind, mark.observed)
 
 
 def load(
@@ -118,14 +127,17 @@ def _parameters(window: Window) -> dict[str, Any]:
 
 def figures(con: duckdb.DuckDBPyConnection, window: Window) -> None:
     """The per-lifetime figures in the table ``figures``."""
-    sql = FIGURES_SQL.replace("$since", "CAST($since AS BIGINT)")
+    observed = con.execute("SELECT count(*) FROM observed").fetchone()
+    sql = figures_sql(gaps=bool(observed and observed[0]), slack=UNOBSERVED_SLACK_NS)
+    sql = sql.replace("$since", "CAST($since AS BIGINT)")
     con.execute("CREATE OR REPLACE TABLE figures AS " + sql, _parameters(window))
 
 
 _AGGREGATE_SQL = """
 SELECT {group}, count(*),
        sum(up_time), sum(down_time), sum(failed_time), sum(expected_down_time),
-       sum(provisioning_time), sum(interruptions), sum(recoveries), sum(recovered_down_time),
+       sum(provisioning_time), sum(unobserved_time), sum(interruptions), sum(recoveries),
+       sum(recovered_down_time),
        count(*) FILTER (WHERE provisioning_state = 'success'),
        count(*) FILTER (WHERE provisioning_state = 'provisioning'),
        count(*) FILTER (WHERE provisioning_state = 'failed'),
@@ -140,7 +152,7 @@ FROM figures GROUP BY ALL
 _RESOURCE_SQL = """
 SELECT cluster, kind, key, name, accelerator, topology, chips, retired_at, span_start,
        span_end, end_state, up_time, down_time, failed_time, expected_down_time,
-       provisioning_time, interruptions, recoveries, recovered_down_time,
+       provisioning_time, unobserved_time, interruptions, recoveries, recovered_down_time,
        provisioning_state, provisioning_duration
 FROM figures
 """
@@ -165,27 +177,27 @@ def _resource(row: tuple[Any, ...]) -> FleetResource:
         start=row[8],
         end=row[9],
         state=BandState(row[10]),
-        times=TimeSplit(*(int(v) for v in row[11:16])),
-        incidents=Incidents(*(int(v) for v in row[16:19])),
-        provisioning_state=ProvisioningState(row[19]),
-        provisioning_duration=int(row[20]),
+        times=TimeSplit(*(int(v) for v in row[11:17])),
+        incidents=Incidents(*(int(v) for v in row[17:20])),
+        provisioning_state=ProvisioningState(row[20]),
+        provisioning_duration=int(row[21]),
     )
 
 
 def _aggregate(cluster: str, row: tuple[Any, ...]) -> FleetAggregate:
     kind, accelerator, topology, count = row[0], row[1], row[2], row[3]
-    states = {state: int(n) for state, n in zip(_STATES, row[12:16], strict=True) if n}
+    states = {state: int(n) for state, n in zip(_STATES, row[13:17], strict=True) if n}
     return FleetAggregate(
         cluster=cluster,
         kind=Kind(kind),
         accelerator=accelerator,
         topology=topology,
         resources=int(count),
-        times=TimeSplit(*(int(v) for v in row[4:9])),
-        incidents=Incidents(*(int(v) for v in row[9:12])),
+        times=TimeSplit(*(int(v) for v in row[4:10])),
+        incidents=Incidents(*(int(v) for v in row[10:13])),
         provisioning_states=states,
-        provisioned_duration=int(row[16]),
-        chip_time=ChipTime(*(int(v) for v in row[17:21])),
+        provisioned_duration=int(row[17]),
+        chip_time=ChipTime(*(int(v) for v in row[18:22])),
     )
 
 

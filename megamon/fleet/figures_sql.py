@@ -28,6 +28,8 @@ step-per-CTE form sorts them about ten times.
 
 from __future__ import annotations
 
+CK_SHIFT = 1 << 40
+"""A key id is ``history id × CK_SHIFT + n``: room for a trillion keys per history."""
 LIVE = 9223372036854775807
 """The ``life_end`` of a live lifetime (the largest BIGINT: after every retirement)."""
 
@@ -39,11 +41,17 @@ BEFORE = f"({W} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
 K = f"PARTITION BY {L} ORDER BY k1, k2, k3, flags"
 """The events' order: base rows in file order, others by timestamp (``o`` numbers it)."""
 
-FIGURES_SQL = f"""
+_PIECE_SQL = f"""
 WITH
+histories AS (
+  SELECT cluster, kind, row_number() OVER () AS ck
+  FROM (SELECT DISTINCT cluster, kind FROM entries)
+),
 keys AS (
-  SELECT cluster, kind, key, row_number() OVER () AS kid
-  FROM (SELECT DISTINCT cluster, kind, key FROM entries)
+  -- A key's id carries its history's (cluster, kind) id in the high bits: the gaps of the
+  -- history are found from the id alone.
+  SELECT e.cluster, e.kind, e.key, h.ck * {CK_SHIFT} + row_number() OVER () AS kid
+  FROM (SELECT DISTINCT cluster, kind, key FROM entries) e JOIN histories h USING (cluster, kind)
 ),
 retired AS (
   SELECT DISTINCT k.kid, r.retired_at
@@ -160,7 +168,18 @@ level4 AS (
          min(CASE WHEN piece_stop > piece_begin AND o >= first_up_o AND state <> 'failed'
                   THEN o END) OVER {WHOLE} AS first_settled_o
   FROM level3
-)
+),
+classed AS (
+  SELECT *,
+         CASE WHEN o < first_up_o OR first_up_o IS NULL THEN 'provisioning'
+              WHEN state = 'failed' AND last_provisioning_state = 'failed'
+                   AND o < coalesce(first_settled_o, last_o + 1) THEN 'provisioning'
+              ELSE state END AS class,
+         o > 1 AND up <> prev_flags & 1 AND up = 1 AND period >= 3
+           AND prev_head_flags & 2 = 0 AND ($since IS NULL OR mts > $since) AS recovery
+  FROM level4
+),
+{{measured}}
 SELECT k.cluster, k.kind, k.key, nullif(f.life_end, {LIVE}) AS retired_at,
        coalesce(CASE WHEN l.kid IS NOT NULL THEN l.name ELSE lb.name END, k.key) AS name,
        coalesce(CASE WHEN l.kid IS NOT NULL THEN l.accelerator ELSE lb.accelerator END, '')
@@ -173,16 +192,15 @@ FROM (
   SELECT {L},
          min(span_start) AS span_start, min(span_end) AS span_end,
          arg_max(state, o) AS end_state,
-         coalesce(sum(piece_stop - piece_begin) FILTER (WHERE nonempty AND class = 'up'), 0)
-           AS up_time,
-         coalesce(sum(piece_stop - piece_begin) FILTER (
-           WHERE nonempty AND class IN ('down', 'failed')), 0) AS down_time,
-         coalesce(sum(piece_stop - piece_begin) FILTER (WHERE nonempty AND class = 'failed'), 0)
+         coalesce(sum(rest) FILTER (WHERE nonempty AND rest_class = 'up'), 0) AS up_time,
+         coalesce(sum(rest) FILTER (WHERE nonempty AND rest_class IN ('down', 'failed')), 0)
+           AS down_time,
+         coalesce(sum(rest) FILTER (WHERE nonempty AND rest_class = 'failed'), 0)
            AS failed_time,
-         coalesce(sum(piece_stop - piece_begin) FILTER (
-           WHERE nonempty AND class = 'expected-down'), 0) AS expected_down_time,
-         coalesce(sum(piece_stop - piece_begin) FILTER (
-           WHERE nonempty AND class = 'provisioning'), 0) AS provisioning_time,
+         coalesce(sum(rest) FILTER (WHERE nonempty AND rest_class = 'expected-down'), 0)
+           AS expected_down_time,
+         coalesce(sum(head) FILTER (WHERE nonempty), 0) AS provisioning_time,
+         coalesce(sum(unobserved) FILTER (WHERE nonempty), 0) AS unobserved_time,
          count(*) FILTER (WHERE o > 1 AND up <> prev_flags & 1 AND up = 0 AND flags & 2 = 0
                           AND ($since IS NULL OR mts > $since)) AS interruptions,
          count(*) FILTER (WHERE recovery) AS recoveries,
@@ -198,16 +216,7 @@ FROM (
               ELSE greatest(0, min(raw_ts) FILTER (WHERE period = 2 AND o > 1
                                                      AND up <> prev_flags & 1)
                                - arg_min(raw_ts, o)) END AS provisioning_duration
-  FROM (
-    SELECT *,
-           CASE WHEN o < first_up_o OR first_up_o IS NULL THEN 'provisioning'
-                WHEN state = 'failed' AND last_provisioning_state = 'failed'
-                     AND o < coalesce(first_settled_o, last_o + 1) THEN 'provisioning'
-                ELSE state END AS class,
-           o > 1 AND up <> prev_flags & 1 AND up = 1 AND period >= 3
-             AND prev_head_flags & 2 = 0 AND ($since IS NULL OR mts > $since) AS recovery
-    FROM level4
-  )
+  FROM measured
   GROUP BY ALL
 ) f
 JOIN keys k USING (kid)
@@ -215,3 +224,88 @@ LEFT JOIN lives l USING ({L})
 LEFT JOIN labels lb
   ON f.life_end = {LIVE} AND lb.cluster = k.cluster AND lb.kind = k.kind AND lb.key = k.key
 """
+
+_OBSERVED_EVERYWHERE = """
+measured AS (
+  -- No history has a coverage gap: every piece is observed whole.
+  SELECT *,
+         CASE WHEN class = 'provisioning' THEN piece_stop - piece_begin ELSE 0 END AS head,
+         CASE WHEN class = 'provisioning' THEN 0 ELSE piece_stop - piece_begin END AS rest,
+         class AS rest_class, 0 AS unobserved
+  FROM classed
+)
+"""
+
+_WITH_GAPS = f"""
+spans AS (
+  SELECT h.ck, o.since, o.until FROM observed o JOIN histories h USING (cluster, kind)
+),
+after_spans AS (
+  SELECT ck, since, until,
+         max(until) OVER (PARTITION BY ck ORDER BY since, until
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS last_end
+  FROM spans
+),
+raw_gaps AS (
+  -- Between observed spans, and after the last one when it ended more than the slack
+  -- before now (megamon stopped); before the first span nothing is known either way.
+  SELECT ck, last_end AS g_start, least(since, $now) AS g_end
+  FROM after_spans WHERE since > last_end
+  UNION ALL
+  SELECT ck, max(until) AS g_start, $now AS g_end
+  FROM spans GROUP BY ck HAVING $now - max(until) > {{slack}}
+),
+gaps AS (
+  -- ``before``: the unobserved time of the history's earlier gaps, so that the unobserved
+  -- time before any instant t is one lookup (``U(t)``).
+  SELECT ck, g_start, g_end,
+         coalesce(sum(g_end - g_start) OVER (PARTITION BY ck ORDER BY g_start
+                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+  FROM raw_gaps WHERE g_end > g_start
+),
+carved AS (
+  -- A provisioning band stretched past the first up (a failed band merged across a
+  -- zero-length up) stays provisioning up to the first gap that ends at or after the first
+  -- up: the band carved after that gap starts after the first up, so it is down time.
+  SELECT l.kid, l.life_end, g.g_end AS cut_at, g.before + (g.g_end - g.g_start) AS u_cut
+  FROM (SELECT DISTINCT kid, life_end, kid // {CK_SHIFT} AS ck, first_up_at FROM classed
+        WHERE class = 'provisioning' AND o >= first_up_o) l
+  ASOF JOIN gaps g ON l.ck = g.ck AND l.first_up_at <= g.g_end
+),
+located AS (
+  SELECT c.*, coalesce(t.cut_at, piece_stop) AS cut_at, t.u_cut,
+         coalesce(b.before + least(piece_begin - b.g_start, b.g_end - b.g_start), 0) AS u_begin
+  FROM (SELECT *, kid // {CK_SHIFT} AS ck FROM classed) c
+  LEFT JOIN carved t USING ({L})
+  ASOF LEFT JOIN gaps b ON c.ck = b.ck AND c.piece_begin >= b.g_start
+),
+bounded AS (
+  SELECT c.*,
+         coalesce(s.before + least(piece_stop - s.g_start, s.g_end - s.g_start), 0) AS u_stop,
+         CASE WHEN class = 'provisioning'
+              THEN greatest(piece_begin, least(piece_stop, cut_at)) ELSE piece_begin END AS cut
+  FROM located c
+  ASOF LEFT JOIN gaps s ON c.ck = s.ck AND c.piece_stop >= s.g_start
+),
+measured AS (
+  SELECT *,
+         (cut - piece_begin) - (u_at_cut - u_begin) AS head,
+         (piece_stop - cut) - (u_stop - u_at_cut) AS rest,
+         CASE WHEN class = 'provisioning' THEN state ELSE class END AS rest_class,
+         u_stop - u_begin AS unobserved
+  FROM (
+    SELECT *, CASE WHEN cut = piece_begin THEN u_begin WHEN cut = piece_stop THEN u_stop
+                   ELSE u_cut END AS u_at_cut
+    FROM bounded
+  )
+)
+"""
+
+
+def figures_sql(*, gaps: bool, slack: int) -> str:
+    """The figures query; ``gaps``: some history has unobserved time to carve out (the
+    query without it skips the interval lookups), ``slack``: how old a running megamon's
+    last heartbeat may be (nanoseconds) before the time after it is unobserved."""
+    if not gaps:
+        return _PIECE_SQL.format(measured=_OBSERVED_EVERYWHERE)
+    return _PIECE_SQL.format(measured=_WITH_GAPS.format(slack=int(slack)))
