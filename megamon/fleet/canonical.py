@@ -333,9 +333,7 @@ def log_retirements_sql(cluster: str, root: Path) -> str:
     """
 
 
-_OBSERVED_COLUMNS = (
-    "{'type': 'VARCHAR', 'kind': 'VARCHAR', 'tsNs': 'BIGINT', 'since': 'BIGINT'}"
-)
+_OBSERVED_COLUMNS = "{'type': 'VARCHAR', 'kind': 'VARCHAR', 'tsNs': 'BIGINT', 'since': 'BIGINT'}"
 
 
 def log_observed_sql(cluster: str, root: Path) -> str:
