@@ -219,7 +219,7 @@ def test_the_log_gives_the_python_numbers(
     _check(clusters, window, log=True)
 
 
-def _merged_failed_band(gap: tuple[int, int]) -> tuple[list[Lifetime], Coverage]:
+def merged_failed_band(gap: tuple[int, int]) -> tuple[list[Lifetime], Coverage]:
     """Failed provisioning, a zero-length up at T0+10s, failed again: one failed band from
     T0 that starts before the first up (provisioning), with a coverage gap at ``gap``."""
     s = timestamps.NANOS_PER_SECOND
@@ -233,7 +233,7 @@ def test_a_gap_after_the_first_up_ends_a_merged_provisioning_band() -> None:
     report carves it; a gap that ends before the first up leaves it provisioning."""
     s = timestamps.NANOS_PER_SECOND
     window = Window(now=T0 + 1000 * s)
-    late = _merged_failed_band((T0 + 20 * s, T0 + 30 * s))
+    late = merged_failed_band((T0 + 20 * s, T0 + 30 * s))
     [figures] = availability_report(
         [
             late[0][0].resource(
@@ -246,6 +246,6 @@ def test_a_gap_after_the_first_up_ends_a_merged_provisioning_band() -> None:
     assert figures.times.down == figures.times.failed == 970 * s
     _check([late], window, log=True)
     _check([late], window, log=False)
-    early = _merged_failed_band((T0 + 2 * s, T0 + 5 * s))
+    early = merged_failed_band((T0 + 2 * s, T0 + 5 * s))
     _check([early], window, log=True)
     _check([early, late], window, log=False)
