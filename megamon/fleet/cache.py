@@ -2,12 +2,12 @@
 
 ``megamon report --bucket B --clusters 'megamon/clusters/*'`` reads every history whose
 path matches the pattern. The objects a report reads (the event files, ``archive/``, the
-log's segments and snapshot marks, ``reports/latest.json``) are mirrored under ``<cache>/<bucket>/<name>``, and
-the generation of each copy is kept in a manifest beside them: an object is downloaded again
-only when its generation changed (a segment is immutable, so never; a snapshot file when it
-was rewritten), and a copy whose object is gone is removed. Downloads land in a temporary
-file renamed into place, and the manifest is rewritten after each history, so an interrupted
-refresh leaves copies the next one can trust.
+log's segments and snapshot marks, ``reports/latest.json``) are mirrored under
+``<cache>/<bucket>/<name>``, and the generation of each copy is kept in a manifest beside
+them: an object is downloaded again only when its generation changed (a segment is
+immutable, so never; a snapshot file when it was rewritten), and a copy whose object is gone
+is removed. Downloads land in a temporary file renamed into place, and the manifest is
+rewritten after each history, so an interrupted refresh leaves copies the next one can trust.
 """
 
 from __future__ import annotations

@@ -28,12 +28,17 @@ from megamon.fleet.model import FLEET, ChipTime, FleetAggregate, FleetReport, Fl
 from megamon.recording.eventlog import DEFAULT_HEARTBEAT_S
 from megamon.recording.loading import read_mark
 from megamon.stores.local import LocalEventStore
-from megamon.summary.availability import BandState, Incidents, TimeSplit, Window
+from megamon.summary.availability import (
+    BandState,
+    Incidents,
+    TimeSplit,
+    Window,
+    resource_order,
+    shape_order,
+)
 
 log = logging.getLogger(__name__)
 
-_KIND_ORDER = {kind: index for index, kind in enumerate(Kind)}
-_LIVE_LAST = 1 << 62
 LATEST_REPORT = Path("reports") / "latest.json"
 UNOBSERVED_SLACK_NS = 2 * int(DEFAULT_HEARTBEAT_S) * timestamps.NANOS_PER_SECOND
 """A running megamon's last heartbeat may be this old; after it, the time is unobserved (the
@@ -201,13 +206,12 @@ def _aggregate(cluster: str, row: tuple[Any, ...]) -> FleetAggregate:
     )
 
 
-def _resource_order(r: FleetResource) -> tuple[str, int, str, str, int]:
-    retired = r.retired_at if r.retired_at is not None else _LIVE_LAST
-    return (r.cluster, _KIND_ORDER[r.kind], r.name, r.key, retired)
+def _resource_order(r: FleetResource) -> tuple[str, tuple[tuple[int, str], str, str, int]]:
+    return (r.cluster, resource_order(r.kind, r.name, r.key, r.retired_at))
 
 
-def _shape_order(a: FleetAggregate) -> tuple[str, int, str, str]:
-    return (a.cluster, _KIND_ORDER[a.kind], a.accelerator, a.topology)
+def _shape_order(a: FleetAggregate) -> tuple[str, tuple[tuple[int, str], str, str]]:
+    return (a.cluster, shape_order(a.kind, a.accelerator, a.topology))
 
 
 def collect(con: duckdb.DuckDBPyConnection, window: Window, clusters: Sequence[str]) -> FleetReport:

@@ -13,7 +13,6 @@ import duckdb
 import pytest
 import sqlglot
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from megamon.domain.kinds import Kind
 from megamon.fleet.engine import History, fleet_report
