@@ -37,11 +37,21 @@ import duckdb
 
 from megamon.domain.events import EventRecord
 from megamon.domain.kinds import Kind
+from megamon.fleet.columnar import (
+    T_ATTRS,
+    T_EVENT,
+    T_OBSERVED,
+    T_RETIRED,
+    ColumnarCache,
+    Converted,
+)
 from megamon.summary.availability import ACCELERATOR_ATTR, TOPOLOGY_ATTR, Resource
 
 SRC_ARCHIVE = 0
 SRC_SNAPSHOT = 1
 SRC_LOG = 2
+CK_SHIFT = 1 << 40
+"""A key id is ``history kind id × CK_SHIFT + n``: room for a trillion keys per history."""
 CHIPS_ATTR = "tpuChipCount"
 
 ENTRY_COLUMNS: dict[str, str] = {
@@ -262,7 +272,7 @@ _ATTR_FIELDS = sorted(
     | {part for parts in LOG_NAME_PARTS.values() for part in parts}
 )
 _LOG_COLUMNS = (
-    "{'type': 'VARCHAR', 'kind': 'VARCHAR', 'key': 'VARCHAR', 'tsNs': 'BIGINT', "
+    "{'type': 'VARCHAR', 'key': 'VARCHAR', 'tsNs': 'BIGINT', 'since': 'BIGINT', "
     "'up': 'BOOLEAN', 'ed': 'BOOLEAN', 'f': 'BOOLEAN', 'attrs': 'STRUCT("
     + ", ".join(f'"{field}" VARCHAR' for field in _ATTR_FIELDS)
     + f', "{CHIPS_ATTR}" BIGINT)'
@@ -280,90 +290,145 @@ def _name_sql() -> str:
     for kind, parts in LOG_NAME_PARTS.items():
         fields = [f"nullif(attrs.\"{p}\", '')" for p in parts]
         cases.append(f"WHEN {_sql_text(kind.value)} THEN " + " || '/' || ".join(fields))
-    return "CASE kind " + " ".join(cases) + " END"
+    return "CASE $kind " + " ".join(cases) + " END"
 
 
-def log_glob(root: Path) -> str:
-    """Every segment of the history at ``root`` (``log/kind=<kind>/date=<day>/*.ndjson``)."""
-    return str(root / "log" / "kind=*" / "date=*" / "*.ndjson")
+def segments_of(root: Path, kind: str) -> list[Path]:
+    """Every segment of one kind of the history at ``root``
+    (``log/kind=<kind>/date=<day>/*.ndjson``)."""
+    return sorted((root / "log" / f"kind={kind}").glob("date=*/*.ndjson"))
 
 
-def _read_log(root: Path, columns: str) -> str:
-    """The segments of ``root``. A line that cannot be read (a damaged segment, which the
-    recorder quarantines and never rewrites) is skipped, like a line missing a field the
-    adapter needs: a report reads what is whole and never invents an event."""
-    return (
-        f"read_json({_sql_text(log_glob(root))}, format = 'newline_delimited', "
-        f"columns = {columns}, hive_partitioning = false, ignore_errors = true)"
-    )
+LOG_ROWS_SQL = f"""
+SELECT CASE type WHEN 'event' THEN {T_EVENT} WHEN 'attrs' THEN {T_ATTRS}
+                 WHEN 'retired' THEN {T_RETIRED} ELSE {T_OBSERVED} END AS t,
+       CASE WHEN type <> 'observed' THEN key END AS key, tsNs AS ts,
+       CASE WHEN type = 'event'
+            THEN (CASE WHEN up THEN 1 ELSE 0 END) + (CASE WHEN ed THEN 2 ELSE 0 END)
+                 + (CASE WHEN f THEN 4 ELSE 0 END) END :: TINYINT AS flags,
+       CASE WHEN type = 'observed' THEN since END AS since,
+       type IN ('event', 'attrs') AND attrs IS NOT NULL AS has_attrs,
+       {_name_sql()} AS name,
+       coalesce(attrs."{ACCELERATOR_ATTR}", '') AS accelerator,
+       coalesce(attrs."{TOPOLOGY_ATTR}", '') AS topology,
+       CASE WHEN attrs."{CHIPS_ATTR}" > 0 THEN attrs."{CHIPS_ATTR}" END AS chips
+FROM read_json({{paths}}, format = 'newline_delimited', columns = {_LOG_COLUMNS},
+               hive_partitioning = false, ignore_errors = true)
+WHERE tsNs IS NOT NULL
+  AND ((type = 'event' AND key IS NOT NULL AND up IS NOT NULL AND ed IS NOT NULL
+        AND f IS NOT NULL)
+       OR (type = 'attrs' AND key IS NOT NULL AND attrs IS NOT NULL)
+       OR (type = 'retired' AND key IS NOT NULL)
+       OR (type = 'observed' AND since IS NOT NULL))
+"""
+"""One kind's segments (``{{paths}}``; ``$kind`` the kind) as the rows of a columnar batch
+(``megamon.fleet.columnar``): the one adapter from the log's columns to the report's. A line
+that cannot be read (a damaged segment, which the recorder quarantines and never rewrites) is
+skipped, like a line missing a field it needs: a report reads what is whole and never invents
+an event. The kind is the segment's directory's, as for ``megamon report``."""
 
 
-def log_entries_sql(cluster: str, root: Path) -> str:
-    """A SELECT of the log's event and attribute lines as ``entries`` rows: the one adapter
-    from the log's columns to the canonical relation (with ``log_retirements_sql``).
-
-    Heartbeats (``observed``) carry no event and are left out.
-    """
-    return f"""
-      SELECT {_sql_text(cluster)} AS cluster, kind, key, {SRC_LOG} AS src,
-             CAST(NULL AS BIGINT) AS retired_at, 0 AS seq, tsNs AS ts,
-             CASE WHEN type = 'event'
-                  THEN (CASE WHEN up THEN 1 ELSE 0 END) + (CASE WHEN ed THEN 2 ELSE 0 END)
-                       + (CASE WHEN f THEN 4 ELSE 0 END) END AS flags,
-             attrs IS NOT NULL AS has_attrs, {_name_sql()} AS name,
-             coalesce(attrs."{ACCELERATOR_ATTR}", '') AS accelerator,
-             coalesce(attrs."{TOPOLOGY_ATTR}", '') AS topology,
-             CASE WHEN attrs."{CHIPS_ATTR}" > 0 THEN attrs."{CHIPS_ATTR}" END AS chips
-      FROM {_read_log(root, _LOG_COLUMNS)}
-      WHERE key IS NOT NULL AND tsNs IS NOT NULL AND kind IS NOT NULL
-        AND ((type = 'event' AND up IS NOT NULL AND ed IS NOT NULL AND f IS NOT NULL)
-             OR (type = 'attrs' AND attrs IS NOT NULL))
-    """
-
-
-_RETIRED_COLUMNS = "{'type': 'VARCHAR', 'kind': 'VARCHAR', 'key': 'VARCHAR', 'tsNs': 'BIGINT'}"
-
-
-def log_retirements_sql(cluster: str, root: Path) -> str:
-    """A SELECT of the log's ``retired`` lines as ``retirements`` rows."""
-    return f"""
-      SELECT {_sql_text(cluster)} AS cluster, kind, key, tsNs AS retired_at
-      FROM {_read_log(root, _RETIRED_COLUMNS)}
-      WHERE type = 'retired' AND key IS NOT NULL AND tsNs IS NOT NULL AND kind IS NOT NULL
-    """
-
-
-_OBSERVED_COLUMNS = "{'type': 'VARCHAR', 'kind': 'VARCHAR', 'tsNs': 'BIGINT', 'since': 'BIGINT'}"
-
-
-def log_observed_sql(cluster: str, root: Path) -> str:
-    """A SELECT of the log's heartbeats (``observed`` lines) as ``observed`` rows."""
-    return f"""
-      SELECT {_sql_text(cluster)} AS cluster, kind, since, tsNs AS until
-      FROM {_read_log(root, _OBSERVED_COLUMNS)}
-      WHERE type = 'observed' AND since IS NOT NULL AND tsNs IS NOT NULL AND kind IS NOT NULL
-    """
+def _read_sql(kind: str) -> str:
+    return LOG_ROWS_SQL.replace("$kind", _sql_text(kind))
 
 
 def define_relations(
-    con: duckdb.DuckDBPyConnection, histories: Iterable[tuple[str, Path]], kinds: Sequence[str]
+    con: duckdb.DuckDBPyConnection,
+    histories: Sequence[tuple[str, Path]],
+    kinds: Sequence[str],
+    columnar: ColumnarCache,
 ) -> None:
-    """Every history's log appended to the staged rows (one pass over the segments: the query
-    reads the relations several times), and the views ``entries`` and ``retirements`` of
-    ``kinds`` over them."""
-    wanted = "(" + ", ".join(_sql_text(k) for k in kinds) + ")"
+    """The relations the figures read, over the staged rows (snapshots, archives, labels)
+    and every history's log in Parquet (converted where new): ``history_ids`` (``cluster,
+    kind, ck``), ``key_ids`` (``cluster, kind, key, kid``) and the views ``entries``,
+    ``retirements`` (``kid, retired_at``) and ``observed`` (``ck, since, until``)."""
+    con.execute("CREATE TABLE history_ids (cluster VARCHAR, kind VARCHAR, ck BIGINT)")
+    con.execute("CREATE TABLE key_ids (cluster VARCHAR, kind VARCHAR, key VARCHAR, kid BIGINT)")
+    parts: list[tuple[int, Converted]] = []
+    ck = 0
     for cluster, root in histories:
-        if not any(root.glob("log/kind=*/date=*/*.ndjson")):
-            continue
-        entries = log_entries_sql(cluster, root)
-        con.execute(f"INSERT INTO staged_entries SELECT * FROM ({entries}) WHERE kind IN {wanted}")
-        retired = log_retirements_sql(cluster, root)
-        con.execute(f"INSERT INTO staged_retirements {retired}")
-        con.execute(f"INSERT INTO staged_observed {log_observed_sql(cluster, root)}")
-    views = (
-        ("entries", "staged_entries"),
-        ("retirements", "staged_retirements"),
-        ("observed", "staged_observed"),
+        for kind in kinds:
+            ck += 1
+            con.execute("INSERT INTO history_ids VALUES (?, ?, ?)", [cluster, kind, ck])
+            segments = segments_of(root, kind)
+            if not segments:
+                continue
+            converted = columnar.convert(con, root, kind, segments, _read_sql(kind))
+            if converted.keys is not None:
+                con.execute(
+                    f"INSERT INTO key_ids SELECT ?, ?, key, ? * {CK_SHIFT} + id "
+                    f"FROM read_parquet({_sql_text(str(converted.keys))})",
+                    [cluster, kind, ck],
+                )
+            if converted.batches:
+                parts.append((ck, converted))
+    # Keys only the snapshots and archives name: ids after the dictionary's.
+    con.execute(
+        f"""INSERT INTO key_ids
+        SELECT s.cluster, s.kind, s.key,
+               h.ck * {CK_SHIFT} + coalesce(m.top, 0) + row_number() OVER (
+                 PARTITION BY s.cluster, s.kind ORDER BY s.key) AS kid
+        FROM (SELECT DISTINCT cluster, kind, key FROM staged_entries
+              UNION SELECT DISTINCT cluster, kind, key FROM staged_retirements) s
+        JOIN history_ids h USING (cluster, kind)
+        LEFT JOIN (SELECT cluster, kind, max(kid) % {CK_SHIFT} AS top FROM key_ids
+                   GROUP BY ALL) m USING (cluster, kind)
+        ANTI JOIN key_ids k USING (cluster, kind, key)"""
     )
-    for view, table in views:
-        con.execute(f"CREATE VIEW {view} AS SELECT * FROM {table} WHERE kind IN {wanted}")
+    _views(con, parts)
+
+
+def _views(con: duckdb.DuckDBPyConnection, parts: Sequence[tuple[int, Converted]]) -> None:
+    def log_part(ck: int, converted: Converted, columns: str, where: str) -> str:
+        return (
+            f"SELECT {ck} AS ck, {columns} FROM read_parquet("
+            + "["
+            + ", ".join(_sql_text(str(b)) for b in converted.batches)
+            + f"]) WHERE {where}"
+        )
+
+    entry_columns = (
+        f"{ck_kid('id')} AS kid, {SRC_LOG} :: TINYINT AS src, NULL :: BIGINT AS retired_at, "
+        "0 :: BIGINT AS seq, ts, flags :: INTEGER AS flags, has_attrs, name, accelerator, "
+        "topology, chips"
+    )
+    staged = (
+        "SELECT k.kid, e.src, e.retired_at, e.seq, e.ts, e.flags, e.has_attrs, e.name, "
+        "e.accelerator, e.topology, e.chips FROM staged_entries e "
+        "JOIN key_ids k USING (cluster, kind, key)"
+    )
+    logged = [log_part(ck, c, entry_columns, f"t IN ({T_EVENT}, {T_ATTRS})") for ck, c in parts]
+    con.execute(
+        "CREATE VIEW entries AS "
+        + " UNION ALL ".join([staged, *(f"SELECT * EXCLUDE (ck) FROM ({q})" for q in logged)])
+    )
+    retired = [
+        log_part(ck, c, f"{ck_kid('id')} AS kid, ts AS retired_at", f"t = {T_RETIRED}")
+        for ck, c in parts
+    ]
+    con.execute(
+        "CREATE VIEW retirements AS "
+        + " UNION ALL ".join(
+            [
+                "SELECT k.kid, r.retired_at FROM staged_retirements r "
+                "JOIN key_ids k USING (cluster, kind, key)",
+                *(f"SELECT kid, retired_at FROM ({q})" for q in retired),
+            ]
+        )
+    )
+    observed = [log_part(ck, c, "since, ts AS until", f"t = {T_OBSERVED}") for ck, c in parts]
+    con.execute(
+        "CREATE VIEW observed AS "
+        + " UNION ALL ".join(
+            [
+                "SELECT h.ck, o.since, o.until FROM staged_observed o "
+                "JOIN history_ids h USING (cluster, kind)",
+                *observed,
+            ]
+        )
+    )
+
+
+def ck_kid(id_column: str) -> str:
+    """A key's id in the report: its history kind's id (``ck``) in the high bits."""
+    return f"ck * {CK_SHIFT} + {id_column}"

@@ -23,6 +23,7 @@ from megamon.domain.kinds import Kind
 from megamon.domain.summaries import ProvisioningState
 from megamon.errors import ConfigError
 from megamon.fleet.canonical import CsvRelations, create_relations, define_relations
+from megamon.fleet.columnar import ColumnarCache
 from megamon.fleet.figures_sql import figures_sql
 from megamon.fleet.model import FLEET, ChipTime, FleetAggregate, FleetReport, FleetResource
 from megamon.recording.eventlog import DEFAULT_HEARTBEAT_S
@@ -111,9 +112,12 @@ def load(
     histories: Sequence[History],
     kinds: Sequence[Kind],
     workdir: Path,
+    *,
     step: Step | None = None,
+    columnar: ColumnarCache | None = None,
 ) -> None:
-    """Every history's rows in the canonical relations, restricted to ``kinds``."""
+    """Every history's rows in the canonical relations, restricted to ``kinds``; the log's
+    segments through ``columnar`` (converted once; without it, in ``workdir``)."""
     create_relations(con)
     rows = CsvRelations(workdir / "staged")
     for history in histories:
@@ -122,7 +126,8 @@ def load(
         stage_history(rows, history, kinds)
     rows.load(con)
     wanted = [k.value for k in kinds]
-    define_relations(con, [(h.cluster, h.root) for h in histories], wanted)
+    cache = columnar if columnar is not None else ColumnarCache(workdir / "columnar")
+    define_relations(con, [(h.cluster, h.root) for h in histories], wanted, cache)
     con.execute("DELETE FROM labels WHERE kind <> ALL (?)", [wanted])
 
 
@@ -253,8 +258,12 @@ def fleet_report(
     workdir: Path | None = None,
     step: Step | None = None,
     threads: int | None = None,
+    columnar_dir: Path | None = None,
 ) -> FleetReport:
-    """The fleet report over ``histories`` (their clusters' names must differ)."""
+    """The fleet report over ``histories`` (their clusters' names must differ).
+
+    ``columnar_dir`` keeps the log's segments converted to Parquet between reports
+    (``megamon.fleet.columnar``); without it they are converted for this report only."""
     names = [h.cluster for h in histories]
     if len(set(names)) != len(names):
         duplicated = sorted({n for n in names if names.count(n) > 1})
@@ -262,7 +271,8 @@ def fleet_report(
     with tempfile.TemporaryDirectory(prefix="megamon-fleet-", dir=workdir) as scratch:
         con = connect(Path(scratch), threads)
         try:
-            load(con, histories, list(kinds), Path(scratch), step)
+            columnar = ColumnarCache(columnar_dir) if columnar_dir is not None else None
+            load(con, histories, list(kinds), Path(scratch), step=step, columnar=columnar)
             figures(con, window)
             return collect(con, window, names)
         finally:

@@ -28,8 +28,8 @@ step-per-CTE form sorts them about ten times.
 
 from __future__ import annotations
 
-CK_SHIFT = 1 << 40
-"""A key id is ``history id × CK_SHIFT + n``: room for a trillion keys per history."""
+from megamon.fleet.canonical import CK_SHIFT
+
 LIVE = 9223372036854775807
 """The ``life_end`` of a live lifetime (the largest BIGINT: after every retirement)."""
 
@@ -43,29 +43,13 @@ K = f"PARTITION BY {L} ORDER BY k1, k2, k3, flags"
 
 _PIECE_SQL = f"""
 WITH
-histories AS (
-  SELECT cluster, kind, row_number() OVER () AS ck
-  FROM (SELECT DISTINCT cluster, kind FROM entries)
-),
-keys AS (
-  -- A key's id carries its history's (cluster, kind) id in the high bits: the gaps of the
-  -- history are found from the id alone.
-  SELECT e.cluster, e.kind, e.key, h.ck * {CK_SHIFT} + row_number() OVER () AS kid
-  FROM (SELECT DISTINCT cluster, kind, key FROM entries) e JOIN histories h USING (cluster, kind)
-),
 retired AS (
-  SELECT DISTINCT k.kid, r.retired_at
-  FROM retirements r JOIN keys k USING (cluster, kind, key)
-),
-keyed AS (
-  SELECT k.kid, e.src, e.retired_at, e.seq, e.ts, e.flags, e.has_attrs, e.name,
-         e.accelerator, e.topology, e.chips
-  FROM entries e JOIN keys k USING (cluster, kind, key)
+  SELECT DISTINCT kid, retired_at FROM retirements
 ),
 placed AS (
   SELECT e.* EXCLUDE (retired_at),
          coalesce(e.retired_at, r.retired_at, {LIVE}) AS life_end
-  FROM keyed e ASOF LEFT JOIN retired r ON e.kid = r.kid AND r.retired_at >= e.ts
+  FROM entries e ASOF LEFT JOIN retired r ON e.kid = r.kid AND r.retired_at >= e.ts
 ),
 lives AS (
   SELECT {L},
@@ -219,7 +203,7 @@ FROM (
   FROM measured
   GROUP BY ALL
 ) f
-JOIN keys k USING (kid)
+JOIN key_ids k USING (kid)
 LEFT JOIN lives l USING ({L})
 LEFT JOIN labels lb
   ON f.life_end = {LIVE} AND lb.cluster = k.cluster AND lb.kind = k.kind AND lb.key = k.key
@@ -238,7 +222,7 @@ measured AS (
 
 _WITH_GAPS = f"""
 spans AS (
-  SELECT h.ck, o.since, o.until FROM observed o JOIN histories h USING (cluster, kind)
+  SELECT ck, since, until FROM observed
 ),
 after_spans AS (
   SELECT ck, since, until,
