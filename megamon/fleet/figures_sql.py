@@ -46,10 +46,18 @@ WITH
 retired AS (
   SELECT DISTINCT kid, retired_at FROM retirements
 ),
+retired_keys AS (
+  SELECT DISTINCT kid FROM retired
+),
 placed AS (
+  -- The ASOF join only for the keys that were ever retired (most never are).
+  SELECT e.* EXCLUDE (retired_at), coalesce(e.retired_at, {LIVE}) AS life_end
+  FROM entries e ANTI JOIN retired_keys USING (kid)
+  UNION ALL
   SELECT e.* EXCLUDE (retired_at),
          coalesce(e.retired_at, r.retired_at, {LIVE}) AS life_end
-  FROM entries e ASOF LEFT JOIN retired r ON e.kid = r.kid AND r.retired_at >= e.ts
+  FROM (SELECT * FROM entries SEMI JOIN retired_keys USING (kid)) e
+  ASOF LEFT JOIN retired r ON e.kid = r.kid AND r.retired_at >= e.ts
 ),
 lives AS (
   SELECT {L},
