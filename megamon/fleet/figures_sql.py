@@ -30,6 +30,9 @@ from __future__ import annotations
 
 from megamon.fleet.canonical import CK_SHIFT
 
+S_UP, S_DOWN, S_FAILED, S_EXPECTED, S_PROVISIONING = 0, 1, 2, 3, 4
+"""Band states as small integers while the rows flow through the windows (strings cost
+memory per row); the report's names (``BandState``) are given at the end."""
 LIVE = 9223372036854775807
 """The ``life_end`` of a live lifetime (the largest BIGINT: after every retirement)."""
 
@@ -130,12 +133,12 @@ level2 AS (
 ),
 level3 AS (
   SELECT *,
-         CASE WHEN up = 1 THEN 'up'
+         CASE WHEN up = 1 THEN {S_UP}
               WHEN first_up_o IS NULL OR o < first_up_o
-                THEN CASE WHEN flags & 4 = 4 THEN 'failed' ELSE 'provisioning' END
-              WHEN head_flags & 2 = 2 THEN 'expected-down'
-              WHEN flags & 4 = 4 THEN 'failed'
-              ELSE 'down' END AS state,
+                THEN CASE WHEN flags & 4 = 4 THEN {S_FAILED} ELSE {S_PROVISIONING} END
+              WHEN head_flags & 2 = 2 THEN {S_EXPECTED}
+              WHEN flags & 4 = 4 THEN {S_FAILED}
+              ELSE {S_DOWN} END AS state,
          greatest(mts, span_start) AS piece_begin,
          least(CASE WHEN o = last_o THEN span_end ELSE next_mts END, span_end) AS piece_stop
   FROM (
@@ -151,21 +154,27 @@ level3 AS (
   )
   WHERE $since IS NULL OR span_end > $since
 ),
+provisioning_ends AS (
+  -- How the provisioning ended (its last nonempty band's state), and the first band after
+  -- the first up that is neither failed nor empty: per lifetime, a grouping, not a sort.
+  SELECT {L},
+         arg_max(state, o) FILTER (WHERE piece_stop > piece_begin
+                                     AND (first_up_o IS NULL OR o < first_up_o))
+           AS last_provisioning_state,
+         min(o) FILTER (WHERE piece_stop > piece_begin AND o >= first_up_o
+                          AND state <> {S_FAILED}) AS first_settled_o
+  FROM level3 GROUP BY ALL
+),
 level4 AS (
-  SELECT *,
-         piece_stop > piece_begin AS nonempty,
-         arg_max(state, CASE WHEN piece_stop > piece_begin
-                                  AND (first_up_o IS NULL OR o < first_up_o) THEN o END)
-           OVER {WHOLE} AS last_provisioning_state,
-         min(CASE WHEN piece_stop > piece_begin AND o >= first_up_o AND state <> 'failed'
-                  THEN o END) OVER {WHOLE} AS first_settled_o
-  FROM level3
+  SELECT l.*, piece_stop > piece_begin AS nonempty, p.last_provisioning_state,
+         p.first_settled_o
+  FROM level3 l JOIN provisioning_ends p USING ({L})
 ),
 classed AS (
   SELECT *,
-         CASE WHEN o < first_up_o OR first_up_o IS NULL THEN 'provisioning'
-              WHEN state = 'failed' AND last_provisioning_state = 'failed'
-                   AND o < coalesce(first_settled_o, last_o + 1) THEN 'provisioning'
+         CASE WHEN o < first_up_o OR first_up_o IS NULL THEN {S_PROVISIONING}
+              WHEN state = {S_FAILED} AND last_provisioning_state = {S_FAILED}
+                   AND o < coalesce(first_settled_o, last_o + 1) THEN {S_PROVISIONING}
               ELSE state END AS class,
          o > 1 AND up <> prev_flags & 1 AND up = 1 AND period >= 3
            AND prev_head_flags & 2 = 0 AND ($since IS NULL OR mts > $since) AS recovery
@@ -179,17 +188,20 @@ SELECT k.cluster, k.kind, k.key, nullif(f.life_end, {LIVE}) AS retired_at,
        coalesce(CASE WHEN l.kid IS NOT NULL THEN l.topology ELSE lb.topology END, '')
          AS topology,
        CASE WHEN l.kid IS NOT NULL THEN l.chips ELSE lb.chips END AS chips,
-       f.* EXCLUDE (kid, life_end)
+       f.* EXCLUDE (kid, life_end, end_code),
+       CASE f.end_code WHEN {S_UP} THEN 'up' WHEN {S_DOWN} THEN 'down'
+         WHEN {S_FAILED} THEN 'failed' WHEN {S_EXPECTED} THEN 'expected-down'
+         ELSE 'provisioning' END AS end_state
 FROM (
   SELECT {L},
          min(span_start) AS span_start, min(span_end) AS span_end,
-         arg_max(state, o) AS end_state,
-         coalesce(sum(rest) FILTER (WHERE nonempty AND rest_class = 'up'), 0) AS up_time,
-         coalesce(sum(rest) FILTER (WHERE nonempty AND rest_class IN ('down', 'failed')), 0)
+         arg_max(state, o) AS end_code,
+         coalesce(sum(rest) FILTER (WHERE nonempty AND rest_class = {S_UP}), 0) AS up_time,
+         coalesce(sum(rest) FILTER (WHERE nonempty AND rest_class IN ({S_DOWN}, {S_FAILED})), 0)
            AS down_time,
-         coalesce(sum(rest) FILTER (WHERE nonempty AND rest_class = 'failed'), 0)
+         coalesce(sum(rest) FILTER (WHERE nonempty AND rest_class = {S_FAILED}), 0)
            AS failed_time,
-         coalesce(sum(rest) FILTER (WHERE nonempty AND rest_class = 'expected-down'), 0)
+         coalesce(sum(rest) FILTER (WHERE nonempty AND rest_class = {S_EXPECTED}), 0)
            AS expected_down_time,
          coalesce(sum(head) FILTER (WHERE nonempty), 0) AS provisioning_time,
          coalesce(sum(unobserved) FILTER (WHERE nonempty), 0) AS unobserved_time,
@@ -217,12 +229,12 @@ LEFT JOIN labels lb
   ON f.life_end = {LIVE} AND lb.cluster = k.cluster AND lb.kind = k.kind AND lb.key = k.key
 """
 
-_OBSERVED_EVERYWHERE = """
+_OBSERVED_EVERYWHERE = f"""
 measured AS (
   -- No history has a coverage gap: every piece is observed whole.
   SELECT *,
-         CASE WHEN class = 'provisioning' THEN piece_stop - piece_begin ELSE 0 END AS head,
-         CASE WHEN class = 'provisioning' THEN 0 ELSE piece_stop - piece_begin END AS rest,
+         CASE WHEN class = {S_PROVISIONING} THEN piece_stop - piece_begin ELSE 0 END AS head,
+         CASE WHEN class = {S_PROVISIONING} THEN 0 ELSE piece_stop - piece_begin END AS rest,
          class AS rest_class, 0 AS unobserved
   FROM classed
 )
@@ -261,7 +273,7 @@ carved AS (
   -- up: the band carved after that gap starts after the first up, so it is down time.
   SELECT l.kid, l.life_end, g.g_end AS cut_at, g.before + (g.g_end - g.g_start) AS u_cut
   FROM (SELECT DISTINCT kid, life_end, kid // {CK_SHIFT} AS ck, first_up_at FROM classed
-        WHERE class = 'provisioning' AND o >= first_up_o) l
+        WHERE class = {S_PROVISIONING} AND o >= first_up_o) l
   ASOF JOIN gaps g ON l.ck = g.ck AND l.first_up_at <= g.g_end
 ),
 located AS (
@@ -274,7 +286,7 @@ located AS (
 bounded AS (
   SELECT c.*,
          coalesce(s.before + least(piece_stop - s.g_start, s.g_end - s.g_start), 0) AS u_stop,
-         CASE WHEN class = 'provisioning'
+         CASE WHEN class = {S_PROVISIONING}
               THEN greatest(piece_begin, least(piece_stop, cut_at)) ELSE piece_begin END AS cut
   FROM located c
   ASOF LEFT JOIN gaps s ON c.ck = s.ck AND c.piece_stop >= s.g_start
@@ -283,7 +295,7 @@ measured AS (
   SELECT *,
          (cut - piece_begin) - (u_at_cut - u_begin) AS head,
          (piece_stop - cut) - (u_stop - u_at_cut) AS rest,
-         CASE WHEN class = 'provisioning' THEN state ELSE class END AS rest_class,
+         CASE WHEN class = {S_PROVISIONING} THEN state ELSE class END AS rest_class,
          u_stop - u_begin AS unobserved
   FROM (
     SELECT *, CASE WHEN cut = piece_begin THEN u_begin WHEN cut = piece_stop THEN u_stop
