@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -337,14 +338,15 @@ def define_relations(
     histories: Sequence[tuple[str, Path]],
     kinds: Sequence[str],
     columnar: ColumnarCache,
-) -> None:
+) -> Relations:
     """The relations the figures read, over the staged rows (snapshots, archives, labels)
     and every history's log in Parquet (converted where new): ``history_ids`` (``cluster,
     kind, ck``), ``key_ids`` (``cluster, kind, key, kid``) and the views ``entries``,
-    ``retirements`` (``kid, retired_at``) and ``observed`` (``ck, since, until``)."""
+    ``retirements`` (``kid, retired_at``) and ``observed`` (``ck, since, until``) over the
+    history kinds ``Relations.use`` names."""
     con.execute("CREATE TABLE history_ids (cluster VARCHAR, kind VARCHAR, ck BIGINT)")
     con.execute("CREATE TABLE key_ids (cluster VARCHAR, kind VARCHAR, key VARCHAR, kid BIGINT)")
-    parts: list[tuple[int, Converted]] = []
+    parts: list[tuple[int, Converted, int]] = []
     ck = 0
     for cluster, root in histories:
         for kind in kinds:
@@ -361,7 +363,7 @@ def define_relations(
                     [cluster, kind, ck],
                 )
             if converted.batches:
-                parts.append((ck, converted))
+                parts.append((ck, converted, _rows(con, converted)))
     # Keys only the snapshots and archives name: ids after the dictionary's.
     con.execute(
         f"""INSERT INTO key_ids
@@ -375,10 +377,54 @@ def define_relations(
                    GROUP BY ALL) m USING (cluster, kind)
         ANTI JOIN key_ids k USING (cluster, kind, key)"""
     )
-    _views(con, parts)
+    return Relations(tuple(parts), tuple(range(1, ck + 1)))
 
 
-def _views(con: duckdb.DuckDBPyConnection, parts: Sequence[tuple[int, Converted]]) -> None:
+CHUNK_ROWS = 2_000_000
+"""About how many log rows one figures query reads: histories are computed in chunks of
+whole histories (a lifetime never spans two), so that the windows' sorts stay in memory
+however large the fleet."""
+
+
+@dataclass(frozen=True, slots=True)
+class Relations:
+    """The histories' log in Parquet (per history kind id ``ck``), for ``use``."""
+
+    parts: tuple[tuple[int, Converted, int], ...]
+    """(ck, its batches, their rows)."""
+    cks: tuple[int, ...]
+    """Every history kind, with a log or not."""
+
+    def chunks(self, rows: int = CHUNK_ROWS) -> list[tuple[int, ...]]:
+        """The history kinds in groups of about ``rows`` log rows (one group at least)."""
+        logged = {ck: n for ck, _, n in self.parts}
+        chunks: list[list[int]] = [[]]
+        total = 0
+        for ck in self.cks:
+            n = logged.get(ck, 0)
+            if chunks[-1] and total + n > rows:
+                chunks.append([])
+                total = 0
+            chunks[-1].append(ck)
+            total += n
+        return [tuple(c) for c in chunks]
+
+    def use(self, con: duckdb.DuckDBPyConnection, cks: Sequence[int]) -> None:
+        """The views ``entries``, ``retirements`` and ``observed`` over the history kinds
+        ``cks`` only."""
+        wanted = set(cks)
+        _views(con, [(ck, c) for ck, c, _ in self.parts if ck in wanted], cks)
+
+
+def _rows(con: duckdb.DuckDBPyConnection, converted: Converted) -> int:
+    paths = "[" + ", ".join(_sql_text(str(b)) for b in converted.batches) + "]"
+    row = con.execute(f"SELECT sum(num_rows) FROM parquet_file_metadata({paths})").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def _views(
+    con: duckdb.DuckDBPyConnection, parts: Sequence[tuple[int, Converted]], cks: Sequence[int]
+) -> None:
     def log_part(ck: int, converted: Converted, columns: str, where: str) -> str:
         return (
             f"SELECT {ck} AS ck, {columns} FROM read_parquet("
@@ -387,6 +433,7 @@ def _views(con: duckdb.DuckDBPyConnection, parts: Sequence[tuple[int, Converted]
             + f"]) WHERE {where}"
         )
 
+    among = "(" + ", ".join(str(int(ck)) for ck in cks) + ")"
     entry_columns = (
         f"{ck_kid('id')} AS kid, {SRC_LOG} :: TINYINT AS src, NULL :: BIGINT AS retired_at, "
         "0 :: BIGINT AS seq, ts, flags :: INTEGER AS flags, has_attrs, name, accelerator, "
@@ -395,11 +442,11 @@ def _views(con: duckdb.DuckDBPyConnection, parts: Sequence[tuple[int, Converted]
     staged = (
         "SELECT k.kid, e.src, e.retired_at, e.seq, e.ts, e.flags, e.has_attrs, e.name, "
         "e.accelerator, e.topology, e.chips FROM staged_entries e "
-        "JOIN key_ids k USING (cluster, kind, key)"
+        f"JOIN key_ids k USING (cluster, kind, key) WHERE k.kid // {CK_SHIFT} IN {among}"
     )
     logged = [log_part(ck, c, entry_columns, f"t IN ({T_EVENT}, {T_ATTRS})") for ck, c in parts]
     con.execute(
-        "CREATE VIEW entries AS "
+        "CREATE OR REPLACE VIEW entries AS "
         + " UNION ALL ".join([staged, *(f"SELECT * EXCLUDE (ck) FROM ({q})" for q in logged)])
     )
     retired = [
@@ -407,22 +454,22 @@ def _views(con: duckdb.DuckDBPyConnection, parts: Sequence[tuple[int, Converted]
         for ck, c in parts
     ]
     con.execute(
-        "CREATE VIEW retirements AS "
+        "CREATE OR REPLACE VIEW retirements AS "
         + " UNION ALL ".join(
             [
                 "SELECT k.kid, r.retired_at FROM staged_retirements r "
-                "JOIN key_ids k USING (cluster, kind, key)",
+                f"JOIN key_ids k USING (cluster, kind, key) WHERE k.kid // {CK_SHIFT} IN {among}",
                 *(f"SELECT kid, retired_at FROM ({q})" for q in retired),
             ]
         )
     )
     observed = [log_part(ck, c, "since, ts AS until", f"t = {T_OBSERVED}") for ck, c in parts]
     con.execute(
-        "CREATE VIEW observed AS "
+        "CREATE OR REPLACE VIEW observed AS "
         + " UNION ALL ".join(
             [
                 "SELECT h.ck, o.since, o.until FROM staged_observed o "
-                "JOIN history_ids h USING (cluster, kind)",
+                f"JOIN history_ids h USING (cluster, kind) WHERE h.ck IN {among}",
                 *observed,
             ]
         )

@@ -22,7 +22,12 @@ from megamon.domain import timestamps
 from megamon.domain.kinds import Kind
 from megamon.domain.summaries import ProvisioningState
 from megamon.errors import ConfigError
-from megamon.fleet.canonical import CsvRelations, create_relations, define_relations
+from megamon.fleet.canonical import (
+    CsvRelations,
+    Relations,
+    create_relations,
+    define_relations,
+)
 from megamon.fleet.columnar import ColumnarCache
 from megamon.fleet.figures_sql import figures_sql
 from megamon.fleet.model import FLEET, ChipTime, FleetAggregate, FleetReport, FleetResource
@@ -115,7 +120,7 @@ def load(
     *,
     step: Step | None = None,
     columnar: ColumnarCache | None = None,
-) -> None:
+) -> Relations:
     """Every history's rows in the canonical relations, restricted to ``kinds``; the log's
     segments through ``columnar`` (converted once; without it, in ``workdir``)."""
     create_relations(con)
@@ -127,20 +132,25 @@ def load(
     rows.load(con)
     wanted = [k.value for k in kinds]
     cache = columnar if columnar is not None else ColumnarCache(workdir / "columnar")
-    define_relations(con, [(h.cluster, h.root) for h in histories], wanted, cache)
+    relations = define_relations(con, [(h.cluster, h.root) for h in histories], wanted, cache)
     con.execute("DELETE FROM labels WHERE kind <> ALL (?)", [wanted])
+    return relations
 
 
 def _parameters(window: Window) -> dict[str, Any]:
     return {"now": window.now, "since": window.since}
 
 
-def figures(con: duckdb.DuckDBPyConnection, window: Window) -> None:
-    """The per-lifetime figures in the table ``figures``."""
-    observed = con.execute("SELECT count(*) FROM observed").fetchone()
-    sql = figures_sql(gaps=bool(observed and observed[0]), slack=UNOBSERVED_SLACK_NS)
-    sql = sql.replace("$since", "CAST($since AS BIGINT)")
-    con.execute("CREATE OR REPLACE TABLE figures AS " + sql, _parameters(window))
+def figures(con: duckdb.DuckDBPyConnection, window: Window, relations: Relations) -> None:
+    """The per-lifetime figures in the table ``figures``, one chunk of histories at a time
+    (``Relations.chunks``)."""
+    for n, chunk in enumerate(relations.chunks()):
+        relations.use(con, chunk)
+        observed = con.execute("SELECT count(*) FROM observed").fetchone()
+        sql = figures_sql(gaps=bool(observed and observed[0]), slack=UNOBSERVED_SLACK_NS)
+        sql = sql.replace("$since", "CAST($since AS BIGINT)")
+        into = "CREATE OR REPLACE TABLE figures AS " if n == 0 else "INSERT INTO figures "
+        con.execute(into + sql, _parameters(window))
 
 
 _AGGREGATE_SQL = """
@@ -272,8 +282,10 @@ def fleet_report(
         con = connect(Path(scratch), threads)
         try:
             columnar = ColumnarCache(columnar_dir) if columnar_dir is not None else None
-            load(con, histories, list(kinds), Path(scratch), step=step, columnar=columnar)
-            figures(con, window)
+            relations = load(
+                con, histories, list(kinds), Path(scratch), step=step, columnar=columnar
+            )
+            figures(con, window, relations)
             return collect(con, window, names)
         finally:
             con.close()

@@ -114,22 +114,25 @@ level1 AS (
          lead(ts) OVER ({K}) AS next_raw
   FROM kept
 ),
+lifetimes AS (
+  -- Per lifetime, by grouping (not a window over the whole partition): where it starts, its
+  -- first up and its last event up to now.
+  SELECT {L}, min(mts) AS first_ts,
+         min(o) FILTER (WHERE up = 1 AND mts <= $now) AS first_up_o,
+         min(mts) FILTER (WHERE up = 1 AND mts <= $now) AS first_up_mts,
+         max(o) FILTER (WHERE mts <= $now) AS last_o
+  FROM level1 GROUP BY ALL
+),
 level2 AS (
-  SELECT *,
-         sum(CASE WHEN prev_flags IS NULL OR up <> prev_flags & 1 THEN 1 ELSE 0 END)
-           OVER {RUNNING} AS period,
-         max(CASE WHEN prev_flags IS NULL OR up <> prev_flags & 1 THEN o * 8 + flags END)
-           OVER {RUNNING} % 8 AS head_flags,
-         max(CASE WHEN prev_flags IS NULL OR up <> prev_flags & 1 THEN o * 8 + flags END)
-           OVER {BEFORE} % 8 AS prev_head_flags,
-         max(CASE WHEN prev_flags IS NULL OR up <> prev_flags & 1 THEN mts END)
-           OVER {BEFORE} AS prev_head_mts,
-         min(mts) OVER {WHOLE} AS first_ts,
-         min(CASE WHEN up = 1 AND mts <= $now THEN o END) OVER {WHOLE} AS first_up_o,
-         min(CASE WHEN up = 1 AND mts <= $now THEN mts END) OVER {WHOLE} AS first_up_mts,
-         max(CASE WHEN mts <= $now THEN o END) OVER {WHOLE} AS last_o,
+  SELECT l.*,
+         sum(CASE WHEN starts THEN 1 ELSE 0 END) OVER {RUNNING} AS period,
+         max(CASE WHEN starts THEN o * 8 + flags END) OVER {RUNNING} % 8 AS head_flags,
+         max(CASE WHEN starts THEN o * 8 + flags END) OVER {BEFORE} % 8 AS prev_head_flags,
+         max(CASE WHEN starts THEN mts END) OVER {BEFORE} AS prev_head_mts,
+         t.first_ts, t.first_up_o, t.first_up_mts, t.last_o,
          greatest(mts, next_raw) AS next_mts
-  FROM level1
+  FROM (SELECT *, prev_flags IS NULL OR up <> prev_flags & 1 AS starts FROM level1) l
+  JOIN lifetimes t USING ({L})
 ),
 level3 AS (
   SELECT *,
