@@ -125,9 +125,10 @@ lifetimes AS (
 ),
 level2 AS (
   SELECT l.*,
-         sum(CASE WHEN starts THEN 1 ELSE 0 END) OVER {RUNNING} AS period,
+         -- The current period's head and the previous one's (row and flags in one number):
+         -- a period's position is its head's row, so no period count is needed.
          max(CASE WHEN starts THEN o * 8 + flags END) OVER {RUNNING} % 8 AS head_flags,
-         max(CASE WHEN starts THEN o * 8 + flags END) OVER {BEFORE} % 8 AS prev_head_flags,
+         max(CASE WHEN starts THEN o * 8 + flags END) OVER {BEFORE} AS prev_head,
          max(CASE WHEN starts THEN mts END) OVER {BEFORE} AS prev_head_mts,
          t.first_ts, t.first_up_o, t.first_up_mts, t.last_o,
          greatest(mts, next_raw) AS next_mts
@@ -179,8 +180,8 @@ classed AS (
               WHEN state = {S_FAILED} AND last_provisioning_state = {S_FAILED}
                    AND o < coalesce(first_settled_o, last_o + 1) THEN {S_PROVISIONING}
               ELSE state END AS class,
-         o > 1 AND up <> prev_flags & 1 AND up = 1 AND period >= 3
-           AND prev_head_flags & 2 = 0 AND ($since IS NULL OR mts > $since) AS recovery
+         o > 1 AND starts AND up = 1 AND prev_head // 8 > 1
+           AND prev_head % 8 & 2 = 0 AND ($since IS NULL OR mts > $since) AS recovery
   FROM level4
 ),
 {{measured}}
@@ -213,15 +214,15 @@ FROM (
          count(*) FILTER (WHERE recovery) AS recoveries,
          coalesce(sum(mts - prev_head_mts) FILTER (WHERE recovery), 0) AS recovered_down_time,
          CASE WHEN arg_min(flags, o) & 1 = 1 THEN ''
-              WHEN max(period) = 1 AND arg_max(flags, o) & 4 = 4 THEN 'failed'
-              WHEN max(period) = 1 THEN 'provisioning'
+              WHEN count(*) FILTER (WHERE starts AND o > 1) = 0
+                THEN CASE WHEN arg_max(flags, o) & 4 = 4 THEN 'failed' ELSE 'provisioning' END
               ELSE 'success' END AS provisioning_state,
          CASE WHEN arg_min(flags, o) & 1 = 1 THEN 0
-              WHEN max(period) = 1 AND arg_max(flags, o) & 4 = 4
+              WHEN count(*) FILTER (WHERE starts AND o > 1) = 0 AND arg_max(flags, o) & 4 = 4
                 THEN greatest(0, arg_max(raw_ts, o) - arg_min(raw_ts, o))
-              WHEN max(period) = 1 THEN greatest(0, min(span_end) - arg_min(raw_ts, o))
-              ELSE greatest(0, min(raw_ts) FILTER (WHERE period = 2 AND o > 1
-                                                     AND up <> prev_flags & 1)
+              WHEN count(*) FILTER (WHERE starts AND o > 1) = 0
+                THEN greatest(0, min(span_end) - arg_min(raw_ts, o))
+              ELSE greatest(0, arg_min(raw_ts, o) FILTER (WHERE starts AND o > 1)
                                - arg_min(raw_ts, o)) END AS provisioning_duration
   FROM measured
   GROUP BY ALL
