@@ -409,11 +409,17 @@ class Relations:
             total += n
         return [tuple(c) for c in chunks]
 
-    def use(self, con: duckdb.DuckDBPyConnection, cks: Sequence[int]) -> None:
+    def use(self, con: duckdb.DuckDBPyConnection, cks: Sequence[int]) -> bool:
         """The views ``entries``, ``retirements`` and ``observed`` over the history kinds
-        ``cks`` only."""
+        ``cks`` only; whether they read only the log (no snapshot or archive rows)."""
         wanted = set(cks)
         _views(con, [(ck, c) for ck, c, _ in self.parts if ck in wanted], cks)
+        among = "(" + ", ".join(str(int(ck)) for ck in cks) + ")"
+        staged = con.execute(
+            "SELECT count(*) FROM staged_entries e JOIN key_ids k USING (cluster, kind, key) "
+            f"WHERE k.kid // {CK_SHIFT} IN {among}"
+        ).fetchone()
+        return not (staged and staged[0])
 
 
 def _rows(con: duckdb.DuckDBPyConnection, converted: Converted) -> int:

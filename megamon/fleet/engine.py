@@ -145,9 +145,10 @@ def figures(con: duckdb.DuckDBPyConnection, window: Window, relations: Relations
     """The per-lifetime figures in the table ``figures``, one chunk of histories at a time
     (``Relations.chunks``)."""
     for n, chunk in enumerate(relations.chunks()):
-        relations.use(con, chunk)
+        log_only = relations.use(con, chunk)
         observed = con.execute("SELECT count(*) FROM observed").fetchone()
-        sql = figures_sql(gaps=bool(observed and observed[0]), slack=UNOBSERVED_SLACK_NS)
+        gaps = bool(observed and observed[0])
+        sql = figures_sql(gaps=gaps, slack=UNOBSERVED_SLACK_NS, log_only=log_only)
         sql = sql.replace("$since", "CAST($since AS BIGINT)")
         into = "CREATE OR REPLACE TABLE figures AS " if n == 0 else "INSERT INTO figures "
         con.execute(into + sql, _parameters(window))

@@ -75,37 +75,7 @@ lives AS (
   )
   GROUP BY ALL
 ),
-sources AS (
-  SELECT {L}, min(src) AS base_src, max(src) AS top_src
-  FROM placed WHERE flags IS NOT NULL GROUP BY ALL
-),
-events AS (
-  SELECT p.kid, p.life_end, p.src, p.seq, p.ts, p.flags, s.base_src, s.top_src
-  FROM placed p JOIN sources s USING ({L})
-  WHERE p.flags IS NOT NULL
-),
-single AS (
-  SELECT {L}, src, seq, ts, flags,
-         CASE WHEN src < 2 THEN 0 ELSE ts END AS k1, 0 AS k2,
-         CASE WHEN src < 2 THEN seq ELSE 0 END AS k3
-  FROM events WHERE base_src = top_src
-),
-mixed AS (
-  SELECT {L}, src, seq, ts, flags,
-         min(src) OVER (PARTITION BY {L}, ts, flags) AS identity_src,
-         row_number() OVER (PARTITION BY {L}, ts, flags ORDER BY src, seq) AS identity_n,
-         base_src,
-         CASE WHEN src = base_src AND src < 2
-              THEN max(ts) OVER (PARTITION BY {L}, src ORDER BY seq ROWS UNBOUNDED PRECEDING)
-              ELSE ts END AS okey
-  FROM events WHERE base_src <> top_src
-),
-kept AS (
-  SELECT {L}, ts, flags, k1, k2, k3 FROM single
-  UNION ALL
-  SELECT {L}, ts, flags, okey, src, seq FROM mixed
-  WHERE src = base_src OR (identity_src > base_src AND identity_n = 1)
-),
+{{sources}}
 level1 AS (
   SELECT {L}, ts AS raw_ts, flags, flags & 1 AS up,
          row_number() OVER ({K}) AS o,
@@ -233,6 +203,45 @@ LEFT JOIN labels lb
   ON f.life_end = {LIVE} AND lb.cluster = k.cluster AND lb.kind = k.kind AND lb.key = k.key
 """
 
+_SOURCES = f"""
+sources AS (
+  SELECT {L}, min(src) AS base_src, max(src) AS top_src
+  FROM placed WHERE flags IS NOT NULL GROUP BY ALL
+),
+events AS (
+  SELECT p.kid, p.life_end, p.src, p.seq, p.ts, p.flags, s.base_src, s.top_src
+  FROM placed p JOIN sources s USING ({L})
+  WHERE p.flags IS NOT NULL
+),
+single AS (
+  SELECT {L}, src, seq, ts, flags,
+         CASE WHEN src < 2 THEN 0 ELSE ts END AS k1, 0 AS k2,
+         CASE WHEN src < 2 THEN seq ELSE 0 END AS k3
+  FROM events WHERE base_src = top_src
+),
+mixed AS (
+  SELECT {L}, src, seq, ts, flags,
+         min(src) OVER (PARTITION BY {L}, ts, flags) AS identity_src,
+         row_number() OVER (PARTITION BY {L}, ts, flags ORDER BY src, seq) AS identity_n,
+         base_src,
+         CASE WHEN src = base_src AND src < 2
+              THEN max(ts) OVER (PARTITION BY {L}, src ORDER BY seq ROWS UNBOUNDED PRECEDING)
+              ELSE ts END AS okey
+  FROM events WHERE base_src <> top_src
+),
+kept AS (
+  SELECT {L}, ts, flags, k1, k2, k3 FROM single
+  UNION ALL
+  SELECT {L}, ts, flags, okey, src, seq FROM mixed
+  WHERE src = base_src OR (identity_src > base_src AND identity_n = 1)
+)
+,"""
+_LOG_ONLY = f"""
+kept AS (
+  -- Every lifetime's events come from the log alone: they go in timestamp order.
+  SELECT {L}, ts, flags, ts AS k1, 0 AS k2, 0 AS k3 FROM placed WHERE flags IS NOT NULL
+),"""
+
 _OBSERVED_EVERYWHERE = f"""
 measured AS (
   -- No history has a coverage gap: every piece is observed whole.
@@ -310,10 +319,10 @@ measured AS (
 """
 
 
-def figures_sql(*, gaps: bool, slack: int) -> str:
+def figures_sql(*, gaps: bool, slack: int, log_only: bool = False) -> str:
     """The figures query; ``gaps``: some history has unobserved time to carve out (the
     query without it skips the interval lookups), ``slack``: how old a running megamon's
-    last heartbeat may be (nanoseconds) before the time after it is unobserved."""
-    if not gaps:
-        return _PIECE_SQL.format(measured=_OBSERVED_EVERYWHERE)
-    return _PIECE_SQL.format(measured=_WITH_GAPS.format(slack=int(slack)))
+    last heartbeat may be (nanoseconds) before the time after it is unobserved;
+    ``log_only``: no snapshot or archive rows, so no lifetime has two sources to fold."""
+    measured = _WITH_GAPS.format(slack=int(slack)) if gaps else _OBSERVED_EVERYWHERE
+    return _PIECE_SQL.format(measured=measured, sources=_LOG_ONLY if log_only else _SOURCES)

@@ -169,14 +169,20 @@ def _fleet_aggregates(
 
 
 def _check(
-    clusters: Sequence[tuple[list[Lifetime], Coverage]], window: Window, *, log: bool
+    clusters: Sequence[tuple[list[Lifetime], Coverage]],
+    window: Window,
+    *,
+    log: bool,
+    archive: bool = True,
 ) -> None:
+    """``log``: histories as the log (with archive entries unless not ``archive``: the log
+    alone is the engine's other path), else as Go-format files."""
     with tempfile.TemporaryDirectory() as scratch:
         histories = []
         for n, (lifetimes, coverage) in enumerate(clusters):
             root = Path(scratch) / f"c{n}"
             if log:
-                write_log(root, f"c{n}", lifetimes, coverage=coverage)
+                write_log(root, f"c{n}", lifetimes, archive=archive, coverage=coverage)
             else:
                 write_snapshots(root, lifetimes, coverage)
             histories.append(History(f"c{n}", root))
@@ -212,11 +218,11 @@ def test_snapshots_and_archives_give_the_python_numbers(
 
 
 @SETTINGS
-@given(CLUSTERS, windows())
+@given(CLUSTERS, windows(), st.booleans())
 def test_the_log_gives_the_python_numbers(
-    clusters: list[tuple[list[Lifetime], Coverage]], window: Window
+    clusters: list[tuple[list[Lifetime], Coverage]], window: Window, archive: bool
 ) -> None:
-    _check(clusters, window, log=True)
+    _check(clusters, window, log=True, archive=archive)
 
 
 def merged_failed_band(gap: tuple[int, int]) -> tuple[list[Lifetime], Coverage]:
