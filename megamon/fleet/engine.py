@@ -172,11 +172,14 @@ FROM figures GROUP BY ALL
 """
 _RESOURCE_SQL = """
 SELECT cluster, kind, key, name, accelerator, topology, chips, retired_at, span_start,
-       span_end, end_state, up_time, down_time, failed_time, expected_down_time,
-       provisioning_time, unobserved_time, interruptions, recoveries, recovered_down_time,
-       provisioning_state, provisioning_duration
+       span_end, end_state, up_time :: BIGINT, down_time :: BIGINT, failed_time :: BIGINT,
+       expected_down_time :: BIGINT, provisioning_time :: BIGINT, unobserved_time :: BIGINT,
+       interruptions, recoveries, recovered_down_time :: BIGINT, provisioning_state,
+       provisioning_duration
 FROM figures
 """
+"""Sums of one lifetime's durations fit a BIGINT (they are within the window), and a BIGINT
+reaches Python five times faster than a HUGEINT."""
 _STATES = (
     ProvisioningState.SUCCESS,
     ProvisioningState.PROVISIONING,
@@ -185,10 +188,15 @@ _STATES = (
 )
 
 
+_KINDS = {kind.value: kind for kind in Kind}
+_BAND_STATES = {state.value: state for state in BandState}
+_PROVISIONING_STATES = {state.value: state for state in ProvisioningState}
+
+
 def _resource(row: tuple[Any, ...]) -> FleetResource:
     return FleetResource(
         cluster=row[0],
-        kind=Kind(row[1]),
+        kind=_KINDS.get(row[1]) or Kind(row[1]),
         key=row[2],
         name=row[3],
         accelerator=row[4],
@@ -197,11 +205,11 @@ def _resource(row: tuple[Any, ...]) -> FleetResource:
         retired_at=row[7],
         start=row[8],
         end=row[9],
-        state=BandState(row[10]),
-        times=TimeSplit(*(int(v) for v in row[11:17])),
-        incidents=Incidents(*(int(v) for v in row[17:20])),
-        provisioning_state=ProvisioningState(row[20]),
-        provisioning_duration=int(row[21]),
+        state=_BAND_STATES[row[10]],
+        times=TimeSplit(*row[11:17]),
+        incidents=Incidents(*row[17:20]),
+        provisioning_state=_PROVISIONING_STATES[row[20]],
+        provisioning_duration=row[21],
     )
 
 

@@ -41,7 +41,7 @@ W = f"PARTITION BY {L} ORDER BY o"
 WHOLE = f"({W} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
 RUNNING = f"({W} ROWS UNBOUNDED PRECEDING)"
 BEFORE = f"({W} ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
-K = f"PARTITION BY {L} ORDER BY k1, k2, k3, flags"
+K = f"PARTITION BY {L} ORDER BY {{order}}"
 """The events' order: base rows in file order, others by timestamp (``o`` numbers it)."""
 
 _PIECE_SQL = f"""
@@ -325,4 +325,8 @@ def figures_sql(*, gaps: bool, slack: int, log_only: bool = False) -> str:
     last heartbeat may be (nanoseconds) before the time after it is unobserved;
     ``log_only``: no snapshot or archive rows, so no lifetime has two sources to fold."""
     measured = _WITH_GAPS.format(slack=int(slack)) if gaps else _OBSERVED_EVERYWHERE
-    return _PIECE_SQL.format(measured=measured, sources=_LOG_ONLY if log_only else _SOURCES)
+    return _PIECE_SQL.format(
+        measured=measured,
+        sources=_LOG_ONLY if log_only else _SOURCES,
+        order="k1, flags" if log_only else "k1, k2, k3, flags",
+    )
