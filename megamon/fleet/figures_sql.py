@@ -79,7 +79,7 @@ lives AS (
 level1 AS (
   SELECT {L}, ts AS raw_ts, flags, flags & 1 AS up,
          row_number() OVER ({K}) AS o,
-         max(ts) OVER ({K} ROWS UNBOUNDED PRECEDING) AS mts,
+         {{mts}} AS mts,
          lag(flags) OVER ({K}) AS prev_flags,
          lead(ts) OVER ({K}) AS next_raw
   FROM kept
@@ -329,4 +329,8 @@ def figures_sql(*, gaps: bool, slack: int, log_only: bool = False) -> str:
         measured=measured,
         sources=_LOG_ONLY if log_only else _SOURCES,
         order="k1, flags" if log_only else "k1, k2, k3, flags",
+        # In timestamp order the running maximum of the timestamps is the timestamp.
+        mts="ts"
+        if log_only
+        else f"max(ts) OVER ({K.format(order='k1, k2, k3, flags')} ROWS UNBOUNDED PRECEDING)",
     )
