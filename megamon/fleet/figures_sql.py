@@ -69,9 +69,12 @@ lives AS (
          arg_max_null(topology, priority) AS topology,
          arg_max_null(chips, priority) AS chips
   FROM (
-    -- An archive entry's attributes win; else the latest in the log.
-    SELECT *, CASE WHEN src = 0 THEN {LIVE} ELSE ts END AS priority
-    FROM placed WHERE has_attrs
+    -- An archive entry's attributes win; else the latest in the log. Placed apart from
+    -- the events (few rows carry attributes), so that the events stream into the sorts.
+    SELECT e.*, coalesce(e.retired_at, r.retired_at, {LIVE}) AS life_end,
+           CASE WHEN src = 0 THEN {LIVE} ELSE ts END AS priority
+    FROM (SELECT * FROM entries WHERE has_attrs) e
+    ASOF LEFT JOIN retired r ON e.kid = r.kid AND r.retired_at >= e.ts
   )
   GROUP BY ALL
 ),
