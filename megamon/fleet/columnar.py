@@ -63,6 +63,23 @@ def _stamp(path: Path) -> SegmentStamp:
     return (st.st_size, st.st_mtime_ns)
 
 
+def _well_formed(manifest: object) -> bool:
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("segments"), dict):
+        return False
+    entries = manifest["segments"].values()
+    return (
+        all(
+            isinstance(e, list)
+            and len(e) == 3
+            and all(type(v) is int for v in e[:2])
+            and isinstance(e[2], str)
+            for e in entries
+        )
+        and isinstance(manifest.get("batches", []), list)
+        and type(manifest.get("next", 1)) is int
+    )
+
+
 def _sql_text(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
@@ -82,7 +99,7 @@ class ColumnarCache:
             manifest: dict[str, Any] = orjson.loads((here / MANIFEST).read_bytes())
         except (OSError, orjson.JSONDecodeError):
             return {"segments": {}, "batches": [], "next": 1}
-        if not isinstance(manifest, dict) or not isinstance(manifest.get("segments"), dict):
+        if not _well_formed(manifest):  # a damaged cache is converted again, not trusted
             return {"segments": {}, "batches": [], "next": 1}
         return manifest
 

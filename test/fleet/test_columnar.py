@@ -9,6 +9,7 @@ import orjson
 
 from megamon.domain import timestamps
 from megamon.domain.kinds import Kind
+from megamon.fleet.cache import wanted
 from megamon.fleet.columnar import MANIFEST, history_directory
 from megamon.fleet.engine import History, fleet_report
 from megamon.fleet.model import FleetReport
@@ -102,3 +103,22 @@ def test_an_expired_or_changed_segment_drops_its_batch(tmp_path: Path) -> None:
         f.write(orjson.dumps(log_line("east", Kind.NODEPOOL, "np-5", T0 + 40 * H, 1, None)))
         f.write(b"\n")
     assert _report(root, cache) == _report(root, None) != changed
+
+
+def test_the_cache_mirrors_what_the_report_reads() -> None:
+    """Segments and snapshot marks (the spans megamon observed) are fetched; the lease and
+    the quarantine are not."""
+    assert wanted("log/kind=nodepool/date=2026-06-01/0000000000000001.ndjson")
+    assert wanted("log/snapshots/node-pools.json")
+    assert wanted("node-pools.json") and wanted("reports/latest.json")
+    assert not wanted("log/snapshots/notes.txt")
+    assert not wanted("log/lease.json")
+    assert not wanted("quarantine/log/kind=nodepool/x.ndjson.corrupt")
+
+
+def test_a_damaged_manifest_is_converted_again(tmp_path: Path) -> None:
+    root, cache = tmp_path / "east", tmp_path / "cache"
+    _history(root)
+    fresh = _report(root, cache)
+    (history_directory(cache, root) / "nodepool" / MANIFEST).write_bytes(b'{"segments": {"x": 1}}')
+    assert _report(root, cache) == fresh
