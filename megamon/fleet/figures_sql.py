@@ -2,28 +2,32 @@
 
 This restates ``megamon.summary.availability`` over the canonical relations
 (``megamon.fleet.canonical``) and gives the same numbers to the nanosecond
-(``test/fleet/test_equivalence.py`` checks it on random histories). It is the fast form of
-``deploy/bigquery/views/figures.sql`` (the same steps, one CTE each, in BigQuery SQL; its
-test compares the two): every window here shares one partition (the lifetime, an integer
-pair) and one order (the event's position), so the events are sorted four times, where the
-step-per-CTE form sorts them about ten times.
+(``test/fleet/test_equivalence.py`` checks it on random histories with coverage gaps). It
+is the fast form of ``deploy/bigquery/views/figures.sql`` (the same steps, one CTE each, in
+BigQuery SQL; its test compares the two): the events are sorted twice per lifetime, where
+the step-per-CTE form sorts them about ten times; what is per lifetime is found by grouping.
 
-1. **keyed / placed**: each key gets an integer id; each row its *lifetime*: an archive
-   entry's rows carry their own retirement, any other row belongs to the first retirement of
-   its key at or after it (an ``ASOF`` join), or to the live lifetime (``LIVE``).
+1. **placed**: each row gets its *lifetime*: an archive entry's rows carry their own
+   retirement, any other row belongs to the first retirement of its key at or after it (an
+   ``ASOF`` join, only for keys ever retired), or to the live lifetime (``LIVE``). Key ids
+   carry their history kind's id (``CK_SHIFT``). **lives**: each lifetime's attributes.
 2. **kept**: per lifetime, the rows of its *base* source (archive, else snapshot, else log)
    are kept as they are (a Go file may step back in time); another source's rows are folded in
-   only when the base lacks that event's identity (timestamp, flags), once. Lifetimes with one
-   source skip this.
-3. **kept / level1**: base rows keep their file order; the others go in timestamp order
-   after equal timestamps (the log's fold); ``o`` numbers them.
-4. **level1..level4** (one sort each): running maximum of the timestamps (``mts``: skewed
-   clocks never step back), rows after ``now`` left out (``mts > now``), periods of one up
-   bit, each row's band state and its band clipped to the span. A band that starts before
-   the first up is provisioning: after the first up that can only be a failed band merged,
-   across a zero-length up band, with the failed provisioning before it (``_split`` on
-   merged bands).
-5. **per lifetime**: the time split, incidents and provisioning, as ``summarize`` decides it.
+   only when the base lacks that event's identity (timestamp, flags), once. Base rows keep
+   their file order; the others go in timestamp order after equal timestamps (the log's
+   fold). A chunk read from the log alone skips this (``log_only``).
+3. **level1** (sort one): ``o`` numbers the events; running maximum of the timestamps
+   (``mts``: skewed clocks never step back), the previous and next events. **lifetimes**:
+   first event, first up and last event up to ``now``.
+4. **level2** (sort two): each period's head (a period of one up bit is known by its head's
+   row) and the previous period's. **level3**: rows after ``now`` left out, each row's band
+   state and its band clipped to the span. A band that starts before the first up is
+   provisioning: after the first up that can only be a failed band merged, across a
+   zero-length up band, with the failed provisioning before it (``_split`` on merged
+   bands); **provisioning_ends** says how provisioning ended.
+5. **measured**: each band split into provisioning, its own state's time and unobserved time
+   (the history's coverage gaps, ``_WITH_GAPS``); **per lifetime**: the time split,
+   incidents and provisioning, as ``summarize`` decides it.
 """
 
 from __future__ import annotations
