@@ -1,29 +1,34 @@
 """The canonical relations the fleet report's SQL reads, and the ways histories reach them.
 
 Whatever wrote a history (today's megamon, the Go megamon, the append-only log), the SQL sees
-three relations:
+these relations, keys named by integer ids:
 
+``history_ids`` / ``key_ids``
+    ``cluster, kind, ck`` and ``cluster, kind, key, kid``: a history kind's id and a key's
+    (``kid`` = ``ck × CK_SHIFT`` + the key's id in the kind's dictionary).
 ``entries``
-    one row per event or attribute change: ``cluster, kind, key, src, retired_at, seq, ts,
-    flags, has_attrs, name, accelerator, topology, chips``. ``src`` ranks the sources of one
+    one row per event or attribute change: ``kid, src, retired_at, seq, ts, flags,
+    has_attrs, name, accelerator, topology, chips``. ``src`` ranks the sources of one
     lifetime (``SRC_ARCHIVE`` < ``SRC_SNAPSHOT`` < ``SRC_LOG``); ``retired_at`` is set on an
     archive entry's rows (the lifetime they belong to); ``seq`` is the row's position in its
     file; ``flags`` is the event's flag byte (``megamon.domain.events``), ``NULL`` for a
     change of attributes alone; ``has_attrs`` says the row carries the key's attributes
     (``name`` is the human name, ``NULL`` when the attributes lack it).
 ``retirements``
-    ``cluster, kind, key, retired_at``: when a key stopped being observed.
+    ``kid, retired_at``: when a key stopped being observed.
 ``labels``
     ``cluster, kind, key, name, accelerator, topology, chips``: from ``reports/latest.json``,
     the fallback for live keys the history does not name (the Go megamon's histories).
 ``observed``
-    ``cluster, kind, since, until``: spans megamon was observing a kind without a break (the
-    log's heartbeats, and the spans a snapshot mark keeps); the gaps between them are the
+    ``ck, since, until``: spans megamon was observing a kind without a break (the log's
+    heartbeats, and the spans a snapshot mark keeps); the gaps between them are the
     unobserved time the report leaves out of availability.
 
-The snapshot files and archive entries are decoded by ``megamon.codec.history`` (the same
-decoder as every other reader) and handed to DuckDB as CSV; the log's segments are read by
-DuckDB itself through ``log_entries_sql``, the one adapter from the log's columns to these.
+The snapshot files, archive entries and marks are decoded by the codec (the same decoders
+as every other reader) and handed to DuckDB as CSV (``CsvRelations``); the log's segments
+are read from their Parquet batches (``megamon.fleet.columnar``), converted once through
+``LOG_ROWS_SQL``, the one adapter from the log's columns to these. ``Relations.use`` points
+the views at one chunk of histories at a time.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """The fleet report on DuckDB: histories in, ``FleetReport`` out.
 
 Each history is a local directory (a cluster's ``<bucket>/<path>``, or its cached copy): the
-snapshot files and archive entries are decoded by the codec, the log's segments are read by
-DuckDB (``megamon.fleet.canonical``), and the figures are computed by ``FIGURES_SQL``; the
-aggregates are sums in SQL, the ratios are recomputed here from the sums.
+snapshot files, archive entries and snapshot marks are decoded by the codec, the log's
+segments are read from their Parquet conversions (``megamon.fleet.columnar``, through
+``megamon.fleet.canonical``), and the figures are computed by ``figures_sql`` a chunk of
+histories at a time; the aggregates are sums in SQL, the ratios are recomputed from the sums
+by the one-history report's own functions (``megamon.fleet.model``).
 """
 
 from __future__ import annotations
