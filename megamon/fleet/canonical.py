@@ -419,12 +419,17 @@ class Relations:
         ``cks`` only; whether they read only the log (no snapshot or archive rows)."""
         wanted = set(cks)
         _views(con, [(ck, c) for ck, c, _ in self.parts if ck in wanted], cks)
-        among = "(" + ", ".join(str(int(ck)) for ck in cks) + ")"
+        among = _among(cks)
         staged = con.execute(
             "SELECT count(*) FROM staged_entries e JOIN key_ids k USING (cluster, kind, key) "
             f"WHERE k.kid // {CK_SHIFT} IN {among}"
         ).fetchone()
         return not (staged and staged[0])
+
+
+def _among(cks: Sequence[int]) -> str:
+    """``cks`` as an SQL list (``(NULL)`` when empty: no history)."""
+    return "(" + (", ".join(str(int(ck)) for ck in cks) or "NULL") + ")"
 
 
 def _rows(con: duckdb.DuckDBPyConnection, converted: Converted) -> int:
@@ -444,7 +449,7 @@ def _views(
             + f"]) WHERE {where}"
         )
 
-    among = "(" + ", ".join(str(int(ck)) for ck in cks) + ")"
+    among = _among(cks)
     entry_columns = (
         f"{ck_kid('id')} AS kid, {SRC_LOG} :: TINYINT AS src, NULL :: BIGINT AS retired_at, "
         "0 :: BIGINT AS seq, ts, flags :: INTEGER AS flags, has_attrs, name, accelerator, "

@@ -122,3 +122,10 @@ def test_a_damaged_manifest_is_converted_again(tmp_path: Path) -> None:
     fresh = _report(root, cache)
     (history_directory(cache, root) / "nodepool" / MANIFEST).write_bytes(b'{"segments": {"x": 1}}')
     assert _report(root, cache) == fresh
+
+
+def test_no_history_is_an_empty_report(tmp_path: Path) -> None:
+    empty = fleet_report([], list(Kind), WINDOW, columnar_dir=tmp_path)
+    assert empty.resources == () and empty.fleet_aggregates == ()
+    bare = fleet_report([History("bare", tmp_path / "bare")], list(Kind), WINDOW)
+    assert bare.resources == () and bare.clusters == ("bare",)
