@@ -286,3 +286,24 @@ def test_a_damaged_segment_keeps_its_whole_lines(
     assert pool["provisioningDuration"] == hour
     assert pool["state"] == "up"
     assert pool["downTime"] == 0
+
+
+def test_the_fleet_table_has_each_clusters_own_rows(
+    clusters: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fleet table's resource rows, after the cluster, read as the cluster's own
+    report's (one set of columns for both)."""
+    status, fleet, _ = report(capsys, "--events-dir", str(clusters), "--clusters", "*")
+    assert status == 0
+    status, alone, _ = report(capsys, "--events-dir", str(clusters / "east"))
+    assert status == 0
+
+    def rows(table: str, until: str) -> list[list[str]]:
+        lines = table.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith(("KIND", "CLUSTER")))
+        body = lines[start : lines.index(until, start)]
+        return [line.split() for line in body if line]
+
+    fleet_rows = rows(fleet, "By cluster, kind, accelerator and topology:")
+    mine = [r[1:] for r in fleet_rows if r[0] in ("CLUSTER", "east")]
+    assert mine == rows(alone, "By kind, accelerator and topology:")
