@@ -17,15 +17,22 @@ import orjson
 
 from megamon.cli.report_format import (
     AVAILABILITY_DEFINITION,
+    FIGURE_COLUMNS,
+    GROUP_COLUMNS,
+    GROUP_PROVISIONING_COLUMNS,
     NONE_TEXT,
-    RETIRED,
+    PROVISIONING_COLUMN,
     Column,
-    duration_text,
+    end_state_text,
+    group_dict,
     percent_text,
     text_table,
+    time_text,
+    times_dict,
+    window_dict,
 )
+from megamon.cli.report_format import window_text as history_window_text
 from megamon.domain import timestamps
-from megamon.domain.summaries import ProvisioningState
 from megamon.fleet.model import FleetAggregate, FleetReport, FleetResource
 
 NANOS_PER_HOUR = 3600 * timestamps.NANOS_PER_SECOND
@@ -33,16 +40,6 @@ CHIP_DEFINITION = (
     "chip-weighted: each resource's time times its TPU chips (resources without a chip "
     "count are left out of CHIP-* columns)"
 )
-
-
-def _state(r: FleetResource) -> str:
-    return r.state.value if r.live else RETIRED
-
-
-def _provisioning(r: FleetResource) -> str:
-    if r.provisioning_state is ProvisioningState.NONE:
-        return NONE_TEXT
-    return f"{r.provisioning_state.value} {duration_text(r.provisioning_duration)}"
 
 
 def chip_hours(chip_ns: int) -> str:
@@ -55,58 +52,28 @@ RESOURCE_COLUMNS: tuple[Column[FleetResource], ...] = (
     Column("RESOURCE", lambda r: r.name),
     Column("ACCELERATOR", lambda r: r.accelerator or NONE_TEXT),
     Column("TOPOLOGY", lambda r: r.topology or NONE_TEXT),
-    Column("STATE", _state),
-    Column("AVAIL", lambda r: percent_text(r.availability), right=True),
-    Column("UP", lambda r: duration_text(r.times.up), right=True),
-    Column("DOWN", lambda r: duration_text(r.times.down), right=True),
-    Column("EXP-DOWN", lambda r: duration_text(r.times.expected_down), right=True),
-    Column("INTR", lambda r: str(r.incidents.interruptions), right=True),
-    Column("REC", lambda r: str(r.incidents.recoveries), right=True),
-    Column("MTTR", lambda r: duration_text(r.mttr), right=True),
-    Column("MTBI", lambda r: duration_text(r.mtbi), right=True),
-    Column("PROVISIONING", _provisioning),
+    Column("STATE", lambda r: end_state_text(r.state, r.live)),
+    *FIGURE_COLUMNS,
+    PROVISIONING_COLUMN,
 )
-
-
-def _count(state: ProvisioningState) -> Column[FleetAggregate]:
-    header = {
-        ProvisioningState.SUCCESS: "PROV-OK",
-        ProvisioningState.PROVISIONING: "PROV-RUNNING",
-        ProvisioningState.FAILED: "PROV-FAILED",
-    }[state]
-    return Column(header, lambda a: str(a.provisioning_states.get(state, 0)), right=True)
-
+"""The one-history report's resource columns (``megamon.cli.report_format``), after the
+cluster."""
 
 AGGREGATE_COLUMNS: tuple[Column[FleetAggregate], ...] = (
     Column("CLUSTER", lambda a: a.cluster),
-    Column("KIND", lambda a: a.kind.value),
-    Column("ACCELERATOR", lambda a: a.accelerator or NONE_TEXT),
-    Column("TOPOLOGY", lambda a: a.topology or NONE_TEXT),
-    Column("RESOURCES", lambda a: str(a.resources), right=True),
-    Column("AVAIL", lambda a: percent_text(a.availability), right=True),
-    Column("UP", lambda a: duration_text(a.times.up), right=True),
-    Column("DOWN", lambda a: duration_text(a.times.down), right=True),
-    Column("EXP-DOWN", lambda a: duration_text(a.times.expected_down), right=True),
-    Column("INTR", lambda a: str(a.incidents.interruptions), right=True),
-    Column("REC", lambda a: str(a.incidents.recoveries), right=True),
-    Column("MTTR", lambda a: duration_text(a.mttr), right=True),
-    Column("MTBI", lambda a: duration_text(a.mtbi), right=True),
-    _count(ProvisioningState.SUCCESS),
-    _count(ProvisioningState.PROVISIONING),
-    _count(ProvisioningState.FAILED),
-    Column("MEAN-PROV", lambda a: duration_text(a.mean_provisioning_duration), right=True),
+    *GROUP_COLUMNS,
+    *FIGURE_COLUMNS,
+    *GROUP_PROVISIONING_COLUMNS,
     Column("CHIPS", lambda a: str(a.chip_time.chips), right=True),
     Column("CHIP-AVAIL", lambda a: percent_text(a.chip_time.availability), right=True),
     Column("CHIP-H-DOWN", lambda a: chip_hours(a.chip_time.down), right=True),
 )
+"""The one-history report's aggregate columns between the cluster and the chip figures."""
 
 
 def window_text(report: FleetReport) -> str:
-    since = "" if report.window.since is not None else " (all history)"
-    length = duration_text(report.window.now - report.start)
-    start, end = timestamps.format_ns(report.start), timestamps.format_ns(report.window.now)
     clusters = f"{len(report.clusters)} cluster{'s' if len(report.clusters) != 1 else ''}"
-    return f"window {start} .. {end}, {length}{since}; {clusters}"
+    return f"{history_window_text(report)}; {clusters}"
 
 
 def render_table(report: FleetReport) -> str:
@@ -130,26 +97,6 @@ def render_table(report: FleetReport) -> str:
 # --- JSON ------------------------------------------------------------------------------------
 
 
-def _time(ns: int | None) -> str | None:
-    return None if ns is None else timestamps.format_ns(ns)
-
-
-def _figures(f: FleetResource | FleetAggregate) -> dict[str, Any]:
-    t = f.times
-    return {
-        "upTime": t.up,
-        "downTime": t.down,
-        "failedTime": t.failed,
-        "expectedDownTime": t.expected_down,
-        "provisioningTime": t.provisioning,
-        "availabilityPercent": t.availability,
-        "interruptionCount": f.incidents.interruptions,
-        "recoveryCount": f.incidents.recoveries,
-        "meanTimeToRecover": f.mttr,
-        "meanTimeBetweenInterruptions": f.mtbi,
-    }
-
-
 def resource_dict(r: FleetResource) -> dict[str, Any]:
     return {
         "cluster": r.cluster,
@@ -157,36 +104,25 @@ def resource_dict(r: FleetResource) -> dict[str, Any]:
         "key": r.key,
         "name": r.name,
         "live": r.live,
-        "retiredAt": _time(r.retired_at),
+        "retiredAt": time_text(r.retired_at),
         "accelerator": r.accelerator,
         "topology": r.topology,
         "chips": r.chips,
         "state": r.state.value,
-        "start": _time(r.start),
-        "end": _time(r.end),
-        **_figures(r),
+        "start": time_text(r.start),
+        "end": time_text(r.end),
+        **times_dict(r),
         "provisioningDuration": r.provisioning_duration,
         "provisioningState": r.provisioning_state.value,
     }
 
 
 def aggregate_dict(a: FleetAggregate) -> dict[str, Any]:
+    """The one-history report's aggregate object (``group_dict``) with the cluster and the
+    chip-weighted figures."""
     return {
         "cluster": a.cluster,
-        "kind": a.kind.value,
-        "accelerator": a.accelerator,
-        "topology": a.topology,
-        "resourceCount": a.resources,
-        **_figures(a),
-        "provisioningStates": {
-            state.value: a.provisioning_states.get(state, 0)
-            for state in (
-                ProvisioningState.SUCCESS,
-                ProvisioningState.PROVISIONING,
-                ProvisioningState.FAILED,
-            )
-        },
-        "meanProvisioningDuration": a.mean_provisioning_duration,
+        **group_dict(a),
         "chips": a.chip_time.chips,
         "chipUpTime": a.chip_time.up,
         "chipDownTime": a.chip_time.down,
@@ -198,11 +134,7 @@ def aggregate_dict(a: FleetAggregate) -> dict[str, Any]:
 def report_dict(report: FleetReport) -> dict[str, Any]:
     """The window, the clusters, ``resources``, ``aggregates`` (per cluster), ``fleet``."""
     return {
-        "window": {
-            "since": _time(report.window.since),
-            "start": _time(report.start),
-            "now": _time(report.window.now),
-        },
+        "window": window_dict(report),
         "availabilityDefinition": AVAILABILITY_DEFINITION,
         "chipDefinition": CHIP_DEFINITION,
         "clusters": list(report.clusters),

@@ -134,8 +134,9 @@ def _add_fleet_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cache-dir",
         metavar="DIR",
-        help="where histories fetched from --bucket are kept between reports "
-        "(default: $XDG_CACHE_HOME/megamon/fleet)",
+        help="where histories fetched from --bucket, and their segments converted to Parquet, "
+        "are kept between reports (default: $XDG_CACHE_HOME/megamon/fleet); with --events-dir, "
+        "keeps the conversions of local histories",
     )
 
 

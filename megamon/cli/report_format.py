@@ -10,20 +10,79 @@ document, and exact percentages.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from megamon.domain import timestamps
+from megamon.domain.kinds import Kind
 from megamon.domain.summaries import ProvisioningState
 from megamon.summary.availability import (
     Aggregate,
     AvailabilityReport,
+    BandState,
+    Incidents,
     ResourceAvailability,
+    TimeSplit,
+    Window,
 )
 from megamon.summary.chips import ChipFigures, DownNow, chip_figures, down_now
 
 T = TypeVar("T")
+T_contra = TypeVar("T_contra", contravariant=True)
+
+
+class Figures(Protocol):
+    """What a row of figures offers, one resource's or a group's (here and in the fleet
+    report, ``megamon.fleet.model``): the columns and JSON keys below read only this."""
+
+    @property
+    def times(self) -> TimeSplit: ...
+    @property
+    def incidents(self) -> Incidents: ...
+    @property
+    def availability(self) -> float | None: ...
+    @property
+    def mttr(self) -> int | None: ...
+    @property
+    def mtbi(self) -> int | None: ...
+
+
+class Group(Figures, Protocol):
+    """A group of resources of one kind, accelerator and topology: their summed figures and
+    their provisioning."""
+
+    @property
+    def kind(self) -> Kind: ...
+    @property
+    def accelerator(self) -> str: ...
+    @property
+    def topology(self) -> str: ...
+    @property
+    def resources(self) -> int: ...
+    @property
+    def provisioning_states(self) -> Mapping[ProvisioningState, int]: ...
+    @property
+    def mean_provisioning_duration(self) -> int | None: ...
+
+
+class Provisioned(Protocol):
+    """One resource's provisioning, as ``summarize`` decides it."""
+
+    @property
+    def provisioning_state(self) -> ProvisioningState: ...
+    @property
+    def provisioning_duration(self) -> int: ...
+
+
+class Windowed(Protocol):
+    """A report's window and its effective start."""
+
+    @property
+    def window(self) -> Window: ...
+    @property
+    def start(self) -> int: ...
+
 
 NANOS_PER_SECOND = timestamps.NANOS_PER_SECOND
 NONE_TEXT = "-"
@@ -61,19 +120,23 @@ def percent_text(value: float | None) -> str:
     return f"{math.floor(value * 100) / 100:.2f}%"
 
 
-def state_text(figures: ResourceAvailability) -> str:
+def end_state_text(state: BandState, live: bool) -> str:
     """The state at the end of the window, or ``retired`` for an archived resource."""
-    return figures.state.value if figures.resource.live else RETIRED
+    return state.value if live else RETIRED
 
 
-def provisioning_text(figures: ResourceAvailability) -> str:
+def state_text(figures: ResourceAvailability) -> str:
+    return end_state_text(figures.state, figures.resource.live)
+
+
+def provisioning_text(figures: Provisioned) -> str:
     state = figures.provisioning_state
     if state is ProvisioningState.NONE:
         return NONE_TEXT
     return f"{state.value} {duration_text(figures.provisioning_duration)}"
 
 
-def window_text(report: AvailabilityReport) -> str:
+def window_text(report: Windowed) -> str:
     since = "" if report.window.since is not None else " (all history)"
     length = duration_text(report.window.now - report.start)
     start, end = timestamps.format_ns(report.start), timestamps.format_ns(report.window.now)
@@ -84,20 +147,18 @@ def window_text(report: AvailabilityReport) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Column(Generic[T]):
-    """One column of a text table: a header, how to get the cell, and its alignment."""
+class Column(Generic[T_contra]):
+    """One column of a text table: a header, how to get the cell, and its alignment.
+
+    A column of a protocol's rows (``Column[Figures]``) is a column of every type that
+    has those fields: the one-history and the fleet report share them."""
 
     header: str
-    cell: Callable[[T], str]
+    cell: Callable[[T_contra], str]
     right: bool = False
 
 
-RESOURCE_COLUMNS: tuple[Column[ResourceAvailability], ...] = (
-    Column("KIND", lambda f: f.resource.kind.value),
-    Column("RESOURCE", lambda f: f.resource.name),
-    Column("ACCELERATOR", lambda f: f.resource.accelerator or NONE_TEXT),
-    Column("TOPOLOGY", lambda f: f.resource.topology or NONE_TEXT),
-    Column("STATE", state_text),
+FIGURE_COLUMNS: tuple[Column[Figures], ...] = (
     Column("AVAIL", lambda f: percent_text(f.availability), right=True),
     Column("UP", lambda f: duration_text(f.times.up), right=True),
     Column("DOWN", lambda f: duration_text(f.times.down), right=True),
@@ -106,31 +167,42 @@ RESOURCE_COLUMNS: tuple[Column[ResourceAvailability], ...] = (
     Column("REC", lambda f: str(f.incidents.recoveries), right=True),
     Column("MTTR", lambda f: duration_text(f.mttr), right=True),
     Column("MTBI", lambda f: duration_text(f.mtbi), right=True),
-    Column("PROVISIONING", provisioning_text),
+)
+"""Availability, time and incidents: the same columns for a resource and for a group."""
+
+PROVISIONING_COLUMN: Column[Provisioned] = Column("PROVISIONING", provisioning_text)
+
+RESOURCE_COLUMNS: tuple[Column[ResourceAvailability], ...] = (
+    Column("KIND", lambda f: f.resource.kind.value),
+    Column("RESOURCE", lambda f: f.resource.name),
+    Column("ACCELERATOR", lambda f: f.resource.accelerator or NONE_TEXT),
+    Column("TOPOLOGY", lambda f: f.resource.topology or NONE_TEXT),
+    Column("STATE", state_text),
+    *FIGURE_COLUMNS,
+    PROVISIONING_COLUMN,
 )
 
 
-def _state_count(state: ProvisioningState) -> Callable[[Aggregate], str]:
+def _state_count(state: ProvisioningState) -> Callable[[Group], str]:
     return lambda a: str(a.provisioning_states.get(state, 0))
 
 
-AGGREGATE_COLUMNS: tuple[Column[Aggregate], ...] = (
+GROUP_COLUMNS: tuple[Column[Group], ...] = (
     Column("KIND", lambda a: a.kind.value),
     Column("ACCELERATOR", lambda a: a.accelerator or NONE_TEXT),
     Column("TOPOLOGY", lambda a: a.topology or NONE_TEXT),
     Column("RESOURCES", lambda a: str(a.resources), right=True),
-    Column("AVAIL", lambda a: percent_text(a.availability), right=True),
-    Column("UP", lambda a: duration_text(a.times.up), right=True),
-    Column("DOWN", lambda a: duration_text(a.times.down), right=True),
-    Column("EXP-DOWN", lambda a: duration_text(a.times.expected_down), right=True),
-    Column("INTR", lambda a: str(a.incidents.interruptions), right=True),
-    Column("REC", lambda a: str(a.incidents.recoveries), right=True),
-    Column("MTTR", lambda a: duration_text(a.mttr), right=True),
-    Column("MTBI", lambda a: duration_text(a.mtbi), right=True),
+)
+GROUP_PROVISIONING_COLUMNS: tuple[Column[Group], ...] = (
     Column("PROV-OK", _state_count(ProvisioningState.SUCCESS), right=True),
     Column("PROV-RUNNING", _state_count(ProvisioningState.PROVISIONING), right=True),
     Column("PROV-FAILED", _state_count(ProvisioningState.FAILED), right=True),
     Column("MEAN-PROV", lambda a: duration_text(a.mean_provisioning_duration), right=True),
+)
+AGGREGATE_COLUMNS: tuple[Column[Aggregate], ...] = (
+    *GROUP_COLUMNS,
+    *FIGURE_COLUMNS,
+    *GROUP_PROVISIONING_COLUMNS,
 )
 
 
@@ -187,11 +259,17 @@ def render_table(report: AvailabilityReport) -> str:
 # --- JSON --------------------------------------------------------------------------------
 
 
-def _time(ns: int | None) -> str | None:
+def time_text(ns: int | None) -> str | None:
+    """A timestamp for JSON (RFC 3339), ``None`` as ``null``."""
     return None if ns is None else timestamps.format_ns(ns)
 
 
-def _times_dict(figures: ResourceAvailability | Aggregate) -> dict[str, Any]:
+_time = time_text
+
+
+def times_dict(figures: Figures) -> dict[str, Any]:
+    """The figures' JSON keys (durations in integer nanoseconds), one resource's or a
+    group's."""
     t = figures.times
     return {
         "upTime": t.up,
@@ -222,39 +300,48 @@ def resource_dict(figures: ResourceAvailability) -> dict[str, Any]:
         "state": figures.state.value,
         "start": _time(figures.start),
         "end": _time(figures.end),
-        **_times_dict(figures),
+        **times_dict(figures),
         "provisioningDuration": figures.provisioning_duration,
         "provisioningState": figures.provisioning_state.value,
     }
 
 
-def aggregate_dict(aggregate: Aggregate) -> dict[str, Any]:
+def group_dict(group: Group) -> dict[str, Any]:
+    """A group's shape, its count, its summed figures and its provisioning."""
     return {
-        "kind": aggregate.kind.value,
-        "accelerator": aggregate.accelerator,
-        "topology": aggregate.topology,
-        "resourceCount": aggregate.resources,
-        **_times_dict(aggregate),
+        "kind": group.kind.value,
+        "accelerator": group.accelerator,
+        "topology": group.topology,
+        "resourceCount": group.resources,
+        **times_dict(group),
         "provisioningStates": {
-            state.value: aggregate.provisioning_states.get(state, 0)
+            state.value: group.provisioning_states.get(state, 0)
             for state in (
                 ProvisioningState.SUCCESS,
                 ProvisioningState.PROVISIONING,
                 ProvisioningState.FAILED,
             )
         },
-        "meanProvisioningDuration": aggregate.mean_provisioning_duration,
+        "meanProvisioningDuration": group.mean_provisioning_duration,
+    }
+
+
+def aggregate_dict(aggregate: Aggregate) -> dict[str, Any]:
+    return group_dict(aggregate)
+
+
+def window_dict(report: Windowed) -> dict[str, Any]:
+    return {
+        "since": _time(report.window.since),
+        "start": _time(report.start),
+        "now": _time(report.window.now),
     }
 
 
 def report_dict(report: AvailabilityReport) -> dict[str, Any]:
     """One object: the window, the availability definition, ``resources``, ``aggregates``."""
     return {
-        "window": {
-            "since": _time(report.window.since),
-            "start": _time(report.start),
-            "now": _time(report.window.now),
-        },
+        "window": window_dict(report),
         "availabilityDefinition": AVAILABILITY_DEFINITION,
         "resources": [resource_dict(f) for f in report.resources],
         "aggregates": [aggregate_dict(a) for a in report.aggregates],

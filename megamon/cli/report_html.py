@@ -387,18 +387,18 @@ def chip_section(report: AvailabilityReport) -> str:
 
 
 # (header, right-aligned, cell) of the resource rows, left of the timeline.
+_CELL_COLUMNS: tuple[Column[ResourceAvailability], ...] = (
+    Column("STATE", state_text),
+    Column("AVAIL", lambda f: percent_text(f.availability), right=True),
+    Column("DOWN", lambda f: duration_text(f.times.down), right=True),
+    Column("INTR", lambda f: str(f.incidents.interruptions), right=True),
+    Column("REC", lambda f: str(f.incidents.recoveries), right=True),
+    Column("MTTR", lambda f: duration_text(f.mttr), right=True),
+    Column("MTBI", lambda f: duration_text(f.mtbi), right=True),
+    Column("PROVISIONING", provisioning_text),
+)
 _RESOURCE_CELLS: tuple[tuple[str, bool, Column[ResourceAvailability]], ...] = tuple(
-    (c.header, c.right, c)
-    for c in (
-        Column("STATE", state_text),
-        Column("AVAIL", lambda f: percent_text(f.availability), right=True),
-        Column("DOWN", lambda f: duration_text(f.times.down), right=True),
-        Column("INTR", lambda f: str(f.incidents.interruptions), right=True),
-        Column("REC", lambda f: str(f.incidents.recoveries), right=True),
-        Column("MTTR", lambda f: duration_text(f.mttr), right=True),
-        Column("MTBI", lambda f: duration_text(f.mtbi), right=True),
-        Column("PROVISIONING", provisioning_text),
-    )
+    (c.header, c.right, c) for c in _CELL_COLUMNS
 )
 
 

@@ -2,12 +2,12 @@
 
 ``megamon report --bucket B --clusters 'megamon/clusters/*'`` reads every history whose
 path matches the pattern. The objects a report reads (the event files, ``archive/``, the
-log's segments, ``reports/latest.json``) are mirrored under ``<cache>/<bucket>/<name>``, and
-the generation of each copy is kept in a manifest beside them: an object is downloaded again
-only when its generation changed (a segment is immutable, so never; a snapshot file when it
-was rewritten), and a copy whose object is gone is removed. Downloads land in a temporary
-file renamed into place, and the manifest is rewritten after each history, so an interrupted
-refresh leaves copies the next one can trust.
+log's segments and snapshot marks, ``reports/latest.json``) are mirrored under
+``<cache>/<bucket>/<name>``, and the generation of each copy is kept in a manifest beside
+them: an object is downloaded again only when its generation changed (a segment is
+immutable, so never; a snapshot file when it was rewritten), and a copy whose object is gone
+is removed. Downloads land in a temporary file renamed into place, and the manifest is
+rewritten after each history, so an interrupted refresh leaves copies the next one can trust.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import orjson
 
 from megamon.domain.kinds import KIND_SPECS
 from megamon.errors import ConfigError
+from megamon.stores.segments import LOG_DIR, SNAPSHOTS_DIR
 
 MANIFEST = ".megamon-cache.json"
 _EVENT_FILES = frozenset(spec.event_file for spec in KIND_SPECS.values())
@@ -81,7 +82,9 @@ def wanted(relative: str) -> bool:
         return parts[0] in _EVENT_FILES
     if parts[0] == "archive":
         return relative.endswith(".json")
-    if parts[0] == "log":
+    if parts[0] == LOG_DIR:
+        if len(parts) == 3 and parts[1] == SNAPSHOTS_DIR:
+            return parts[2] in _EVENT_FILES  # snapshot marks: the spans megamon observed
         return parts[1].startswith("kind=") and relative.endswith(".ndjson")
     return relative == "reports/latest.json"
 

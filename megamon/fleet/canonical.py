@@ -1,31 +1,41 @@
 """The canonical relations the fleet report's SQL reads, and the ways histories reach them.
 
 Whatever wrote a history (today's megamon, the Go megamon, the append-only log), the SQL sees
-three relations:
+these relations, keys named by integer ids:
 
+``history_ids`` / ``key_ids``
+    ``cluster, kind, ck`` and ``cluster, kind, key, kid``: a history kind's id and a key's
+    (``kid`` = ``ck × CK_SHIFT`` + the key's id in the kind's dictionary).
 ``entries``
-    one row per event or attribute change: ``cluster, kind, key, src, retired_at, seq, ts,
-    flags, has_attrs, name, accelerator, topology, chips``. ``src`` ranks the sources of one
+    one row per event or attribute change: ``kid, src, retired_at, seq, ts, flags,
+    has_attrs, name, accelerator, topology, chips``. ``src`` ranks the sources of one
     lifetime (``SRC_ARCHIVE`` < ``SRC_SNAPSHOT`` < ``SRC_LOG``); ``retired_at`` is set on an
     archive entry's rows (the lifetime they belong to); ``seq`` is the row's position in its
     file; ``flags`` is the event's flag byte (``megamon.domain.events``), ``NULL`` for a
     change of attributes alone; ``has_attrs`` says the row carries the key's attributes
     (``name`` is the human name, ``NULL`` when the attributes lack it).
 ``retirements``
-    ``cluster, kind, key, retired_at``: when a key stopped being observed.
+    ``kid, retired_at``: when a key stopped being observed.
 ``labels``
     ``cluster, kind, key, name, accelerator, topology, chips``: from ``reports/latest.json``,
     the fallback for live keys the history does not name (the Go megamon's histories).
+``observed``
+    ``ck, since, until``: spans megamon was observing a kind without a break (the log's
+    heartbeats, and the spans a snapshot mark keeps); the gaps between them are the
+    unobserved time the report leaves out of availability.
 
-The snapshot files and archive entries are decoded by ``megamon.codec.history`` (the same
-decoder as every other reader) and handed to DuckDB as CSV; the log's segments are read by
-DuckDB itself through ``log_entries_sql``, the one adapter from the log's columns to these.
+The snapshot files, archive entries and marks are decoded by the codec (the same decoders
+as every other reader) and handed to DuckDB as CSV (``CsvRelations``); the log's segments
+are read from their Parquet batches (``megamon.fleet.columnar``), converted once through
+``LOG_ROWS_SQL``, the one adapter from the log's columns to these. ``Relations.use`` points
+the views at one chunk of histories at a time.
 """
 
 from __future__ import annotations
 
 import csv
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -33,11 +43,21 @@ import duckdb
 
 from megamon.domain.events import EventRecord
 from megamon.domain.kinds import Kind
+from megamon.fleet.columnar import (
+    T_ATTRS,
+    T_EVENT,
+    T_OBSERVED,
+    T_RETIRED,
+    ColumnarCache,
+    Converted,
+)
 from megamon.summary.availability import ACCELERATOR_ATTR, TOPOLOGY_ATTR, Resource
 
 SRC_ARCHIVE = 0
 SRC_SNAPSHOT = 1
 SRC_LOG = 2
+CK_SHIFT = 1 << 40
+"""A key id is ``history kind id × CK_SHIFT + n``: room for a trillion keys per history."""
 CHIPS_ATTR = "tpuChipCount"
 
 ENTRY_COLUMNS: dict[str, str] = {
@@ -61,6 +81,12 @@ RETIREMENT_COLUMNS: dict[str, str] = {
     "key": "VARCHAR",
     "retired_at": "BIGINT",
 }
+OBSERVED_COLUMNS: dict[str, str] = {
+    "cluster": "VARCHAR",
+    "kind": "VARCHAR",
+    "since": "BIGINT",
+    "until": "BIGINT",
+}
 LABEL_COLUMNS: dict[str, str] = {
     "cluster": "VARCHAR",
     "kind": "VARCHAR",
@@ -81,6 +107,7 @@ def create_relations(con: duckdb.DuckDBPyConnection) -> None:
     and the views ``entries`` and ``retirements`` of the kinds asked for."""
     con.execute(f"CREATE TABLE staged_entries ({_schema(ENTRY_COLUMNS)})")
     con.execute(f"CREATE TABLE staged_retirements ({_schema(RETIREMENT_COLUMNS)})")
+    con.execute(f"CREATE TABLE staged_observed ({_schema(OBSERVED_COLUMNS)})")
     con.execute(f"CREATE TABLE labels ({_schema(LABEL_COLUMNS)})")
 
 
@@ -116,6 +143,7 @@ class CsvRelations:
             "entries": directory / "entries.csv",
             "retirements": directory / "retirements.csv",
             "labels": directory / "labels.csv",
+            "observed": directory / "observed.csv",
         }
         self._files: dict[str, TextIO] = {
             name: path.open("w", newline="", encoding="utf-8") for name, path in self._paths.items()
@@ -204,17 +232,24 @@ class CsvRelations:
         row = (cluster, kind.value, key, name, accelerator, topology, chips_of(attrs))
         self._writers["labels"].writerow(row)
 
+    def observed(self, cluster: str, kind: Kind, spans: Iterable[tuple[int, int]]) -> None:
+        """The spans a snapshot mark says megamon was observing ``kind``."""
+        for since, until in spans:
+            self._writers["observed"].writerow((cluster, kind.value, since, until))
+
     def load(self, con: duckdb.DuckDBPyConnection) -> None:
         """Close the files and append them to the tables."""
         columns = {
             "entries": ENTRY_COLUMNS,
             "retirements": RETIREMENT_COLUMNS,
             "labels": LABEL_COLUMNS,
+            "observed": OBSERVED_COLUMNS,
         }
         tables = {
             "entries": "staged_entries",
             "retirements": "staged_retirements",
             "labels": "labels",
+            "observed": "staged_observed",
         }
         for name, handle in self._files.items():
             handle.close()
@@ -243,7 +278,7 @@ _ATTR_FIELDS = sorted(
     | {part for parts in LOG_NAME_PARTS.values() for part in parts}
 )
 _LOG_COLUMNS = (
-    "{'type': 'VARCHAR', 'kind': 'VARCHAR', 'key': 'VARCHAR', 'tsNs': 'BIGINT', "
+    "{'type': 'VARCHAR', 'key': 'VARCHAR', 'tsNs': 'BIGINT', 'since': 'BIGINT', "
     "'up': 'BOOLEAN', 'ed': 'BOOLEAN', 'f': 'BOOLEAN', 'attrs': 'STRUCT("
     + ", ".join(f'"{field}" VARCHAR' for field in _ATTR_FIELDS)
     + f', "{CHIPS_ATTR}" BIGINT)'
@@ -261,72 +296,202 @@ def _name_sql() -> str:
     for kind, parts in LOG_NAME_PARTS.items():
         fields = [f"nullif(attrs.\"{p}\", '')" for p in parts]
         cases.append(f"WHEN {_sql_text(kind.value)} THEN " + " || '/' || ".join(fields))
-    return "CASE kind " + " ".join(cases) + " END"
+    return "CASE $kind " + " ".join(cases) + " END"
 
 
-def log_glob(root: Path) -> str:
-    """Every segment of the history at ``root`` (``log/kind=<kind>/date=<day>/*.ndjson``)."""
-    return str(root / "log" / "kind=*" / "date=*" / "*.ndjson")
+def segments_of(root: Path, kind: str) -> list[Path]:
+    """Every segment of one kind of the history at ``root``
+    (``log/kind=<kind>/date=<day>/*.ndjson``)."""
+    return sorted((root / "log" / f"kind={kind}").glob("date=*/*.ndjson"))
 
 
-def _read_log(root: Path, columns: str) -> str:
-    """The segments of ``root``. A line that cannot be read (a damaged segment, which the
-    recorder quarantines and never rewrites) is skipped, like a line missing a field the
-    adapter needs: a report reads what is whole and never invents an event."""
-    return (
-        f"read_json({_sql_text(log_glob(root))}, format = 'newline_delimited', "
-        f"columns = {columns}, hive_partitioning = false, ignore_errors = true)"
-    )
+LOG_ROWS_SQL = f"""
+SELECT CASE type WHEN 'event' THEN {T_EVENT} WHEN 'attrs' THEN {T_ATTRS}
+                 WHEN 'retired' THEN {T_RETIRED} ELSE {T_OBSERVED} END AS t,
+       CASE WHEN type <> 'observed' THEN key END AS key, tsNs AS ts,
+       CASE WHEN type = 'event'
+            THEN (CASE WHEN up THEN 1 ELSE 0 END) + (CASE WHEN ed THEN 2 ELSE 0 END)
+                 + (CASE WHEN f THEN 4 ELSE 0 END) END :: TINYINT AS flags,
+       CASE WHEN type = 'observed' THEN since END AS since,
+       type IN ('event', 'attrs') AND attrs IS NOT NULL AS has_attrs,
+       {_name_sql()} AS name,
+       coalesce(attrs."{ACCELERATOR_ATTR}", '') AS accelerator,
+       coalesce(attrs."{TOPOLOGY_ATTR}", '') AS topology,
+       CASE WHEN attrs."{CHIPS_ATTR}" > 0 THEN attrs."{CHIPS_ATTR}" END AS chips
+FROM read_json({{paths}}, format = 'newline_delimited', columns = {_LOG_COLUMNS},
+               hive_partitioning = false, ignore_errors = true)
+WHERE tsNs IS NOT NULL
+  AND ((type = 'event' AND key IS NOT NULL AND up IS NOT NULL AND ed IS NOT NULL
+        AND f IS NOT NULL)
+       OR (type = 'attrs' AND key IS NOT NULL AND attrs IS NOT NULL)
+       OR (type = 'retired' AND key IS NOT NULL)
+       OR (type = 'observed' AND since IS NOT NULL))
+"""
+"""One kind's segments (``{{paths}}``; ``$kind`` the kind) as the rows of a columnar batch
+(``megamon.fleet.columnar``): the one adapter from the log's columns to the report's. A line
+that cannot be read (a damaged segment, which the recorder quarantines and never rewrites) is
+skipped, like a line missing a field it needs: a report reads what is whole and never invents
+an event. The kind is the segment's directory's, as for ``megamon report``."""
 
 
-def log_entries_sql(cluster: str, root: Path) -> str:
-    """A SELECT of the log's event and attribute lines as ``entries`` rows: the one adapter
-    from the log's columns to the canonical relation (with ``log_retirements_sql``).
-
-    Heartbeats (``observed``) carry no event and are left out.
-    """
-    return f"""
-      SELECT {_sql_text(cluster)} AS cluster, kind, key, {SRC_LOG} AS src,
-             CAST(NULL AS BIGINT) AS retired_at, 0 AS seq, tsNs AS ts,
-             CASE WHEN type = 'event'
-                  THEN (CASE WHEN up THEN 1 ELSE 0 END) + (CASE WHEN ed THEN 2 ELSE 0 END)
-                       + (CASE WHEN f THEN 4 ELSE 0 END) END AS flags,
-             attrs IS NOT NULL AS has_attrs, {_name_sql()} AS name,
-             coalesce(attrs."{ACCELERATOR_ATTR}", '') AS accelerator,
-             coalesce(attrs."{TOPOLOGY_ATTR}", '') AS topology,
-             CASE WHEN attrs."{CHIPS_ATTR}" > 0 THEN attrs."{CHIPS_ATTR}" END AS chips
-      FROM {_read_log(root, _LOG_COLUMNS)}
-      WHERE key IS NOT NULL AND tsNs IS NOT NULL AND kind IS NOT NULL
-        AND ((type = 'event' AND up IS NOT NULL AND ed IS NOT NULL AND f IS NOT NULL)
-             OR (type = 'attrs' AND attrs IS NOT NULL))
-    """
-
-
-_RETIRED_COLUMNS = "{'type': 'VARCHAR', 'kind': 'VARCHAR', 'key': 'VARCHAR', 'tsNs': 'BIGINT'}"
-
-
-def log_retirements_sql(cluster: str, root: Path) -> str:
-    """A SELECT of the log's ``retired`` lines as ``retirements`` rows."""
-    return f"""
-      SELECT {_sql_text(cluster)} AS cluster, kind, key, tsNs AS retired_at
-      FROM {_read_log(root, _RETIRED_COLUMNS)}
-      WHERE type = 'retired' AND key IS NOT NULL AND tsNs IS NOT NULL AND kind IS NOT NULL
-    """
+def _read_sql(kind: str) -> str:
+    return LOG_ROWS_SQL.replace("$kind", _sql_text(kind))
 
 
 def define_relations(
-    con: duckdb.DuckDBPyConnection, histories: Iterable[tuple[str, Path]], kinds: Sequence[str]
-) -> None:
-    """Every history's log appended to the staged rows (one pass over the segments: the query
-    reads the relations several times), and the views ``entries`` and ``retirements`` of
-    ``kinds`` over them."""
-    wanted = "(" + ", ".join(_sql_text(k) for k in kinds) + ")"
+    con: duckdb.DuckDBPyConnection,
+    histories: Sequence[tuple[str, Path]],
+    kinds: Sequence[str],
+    columnar: ColumnarCache,
+) -> Relations:
+    """The relations the figures read, over the staged rows (snapshots, archives, labels)
+    and every history's log in Parquet (converted where new): ``history_ids`` (``cluster,
+    kind, ck``), ``key_ids`` (``cluster, kind, key, kid``) and the views ``entries``,
+    ``retirements`` (``kid, retired_at``) and ``observed`` (``ck, since, until``) over the
+    history kinds ``Relations.use`` names."""
+    con.execute("CREATE TABLE history_ids (cluster VARCHAR, kind VARCHAR, ck BIGINT)")
+    con.execute("CREATE TABLE key_ids (cluster VARCHAR, kind VARCHAR, key VARCHAR, kid BIGINT)")
+    parts: list[tuple[int, Converted, int]] = []
+    ck = 0
     for cluster, root in histories:
-        if not any(root.glob("log/kind=*/date=*/*.ndjson")):
-            continue
-        entries = log_entries_sql(cluster, root)
-        con.execute(f"INSERT INTO staged_entries SELECT * FROM ({entries}) WHERE kind IN {wanted}")
-        retired = log_retirements_sql(cluster, root)
-        con.execute(f"INSERT INTO staged_retirements {retired}")
-    for view, table in (("entries", "staged_entries"), ("retirements", "staged_retirements")):
-        con.execute(f"CREATE VIEW {view} AS SELECT * FROM {table} WHERE kind IN {wanted}")
+        for kind in kinds:
+            ck += 1
+            con.execute("INSERT INTO history_ids VALUES (?, ?, ?)", [cluster, kind, ck])
+            segments = segments_of(root, kind)
+            if not segments:
+                continue
+            converted = columnar.convert(con, root, kind, segments, _read_sql(kind))
+            if converted.keys is not None:
+                con.execute(
+                    f"INSERT INTO key_ids SELECT ?, ?, key, ? * {CK_SHIFT} + id "
+                    f"FROM read_parquet({_sql_text(str(converted.keys))})",
+                    [cluster, kind, ck],
+                )
+            if converted.batches:
+                parts.append((ck, converted, _rows(con, converted)))
+    # Keys only the snapshots and archives name: ids after the dictionary's.
+    con.execute(
+        f"""INSERT INTO key_ids
+        SELECT s.cluster, s.kind, s.key,
+               h.ck * {CK_SHIFT} + coalesce(m.top, 0) + row_number() OVER (
+                 PARTITION BY s.cluster, s.kind ORDER BY s.key) AS kid
+        FROM (SELECT DISTINCT cluster, kind, key FROM staged_entries
+              UNION SELECT DISTINCT cluster, kind, key FROM staged_retirements) s
+        JOIN history_ids h USING (cluster, kind)
+        LEFT JOIN (SELECT cluster, kind, max(kid) % {CK_SHIFT} AS top FROM key_ids
+                   GROUP BY ALL) m USING (cluster, kind)
+        ANTI JOIN key_ids k USING (cluster, kind, key)"""
+    )
+    return Relations(tuple(parts), tuple(range(1, ck + 1)))
+
+
+CHUNK_ROWS = 2_000_000
+"""About how many log rows one figures query reads: histories are computed in chunks of
+whole histories (a lifetime never spans two), so that the windows' sorts stay in memory
+however large the fleet."""
+
+
+@dataclass(frozen=True, slots=True)
+class Relations:
+    """The histories' log in Parquet (per history kind id ``ck``), for ``use``."""
+
+    parts: tuple[tuple[int, Converted, int], ...]
+    """(ck, its batches, their rows)."""
+    cks: tuple[int, ...]
+    """Every history kind, with a log or not."""
+
+    def chunks(self, rows: int = CHUNK_ROWS) -> list[tuple[int, ...]]:
+        """The history kinds in groups of about ``rows`` log rows (one group at least)."""
+        logged = {ck: n for ck, _, n in self.parts}
+        chunks: list[list[int]] = [[]]
+        total = 0
+        for ck in self.cks:
+            n = logged.get(ck, 0)
+            if chunks[-1] and total + n > rows:
+                chunks.append([])
+                total = 0
+            chunks[-1].append(ck)
+            total += n
+        return [tuple(c) for c in chunks]
+
+    def use(self, con: duckdb.DuckDBPyConnection, cks: Sequence[int]) -> bool:
+        """The views ``entries``, ``retirements`` and ``observed`` over the history kinds
+        ``cks`` only; whether they read only the log (no snapshot or archive rows)."""
+        wanted = set(cks)
+        _views(con, [(ck, c) for ck, c, _ in self.parts if ck in wanted], cks)
+        among = _among(cks)
+        staged = con.execute(
+            "SELECT count(*) FROM staged_entries e JOIN key_ids k USING (cluster, kind, key) "
+            f"WHERE k.kid // {CK_SHIFT} IN {among}"
+        ).fetchone()
+        return not (staged and staged[0])
+
+
+def _among(cks: Sequence[int]) -> str:
+    """``cks`` as an SQL list (``(NULL)`` when empty: no history)."""
+    return "(" + (", ".join(str(int(ck)) for ck in cks) or "NULL") + ")"
+
+
+def _rows(con: duckdb.DuckDBPyConnection, converted: Converted) -> int:
+    paths = "[" + ", ".join(_sql_text(str(b)) for b in converted.batches) + "]"
+    row = con.execute(f"SELECT sum(num_rows) FROM parquet_file_metadata({paths})").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def _views(
+    con: duckdb.DuckDBPyConnection, parts: Sequence[tuple[int, Converted]], cks: Sequence[int]
+) -> None:
+    def log_part(ck: int, converted: Converted, columns: str, where: str) -> str:
+        return (
+            f"SELECT {ck} AS ck, {columns} FROM read_parquet("
+            + "["
+            + ", ".join(_sql_text(str(b)) for b in converted.batches)
+            + f"]) WHERE {where}"
+        )
+
+    among = _among(cks)
+    entry_columns = (
+        f"{ck_kid('id')} AS kid, {SRC_LOG} :: TINYINT AS src, NULL :: BIGINT AS retired_at, "
+        "0 :: BIGINT AS seq, ts, flags :: INTEGER AS flags, has_attrs, name, accelerator, "
+        "topology, chips"
+    )
+    staged = (
+        "SELECT k.kid, e.src, e.retired_at, e.seq, e.ts, e.flags, e.has_attrs, e.name, "
+        "e.accelerator, e.topology, e.chips FROM staged_entries e "
+        f"JOIN key_ids k USING (cluster, kind, key) WHERE k.kid // {CK_SHIFT} IN {among}"
+    )
+    logged = [log_part(ck, c, entry_columns, f"t IN ({T_EVENT}, {T_ATTRS})") for ck, c in parts]
+    con.execute(
+        "CREATE OR REPLACE VIEW entries AS "
+        + " UNION ALL ".join([staged, *(f"SELECT * EXCLUDE (ck) FROM ({q})" for q in logged)])
+    )
+    retired = [
+        log_part(ck, c, f"{ck_kid('id')} AS kid, ts AS retired_at", f"t = {T_RETIRED}")
+        for ck, c in parts
+    ]
+    con.execute(
+        "CREATE OR REPLACE VIEW retirements AS "
+        + " UNION ALL ".join(
+            [
+                "SELECT k.kid, r.retired_at FROM staged_retirements r "
+                f"JOIN key_ids k USING (cluster, kind, key) WHERE k.kid // {CK_SHIFT} IN {among}",
+                *(f"SELECT kid, retired_at FROM ({q})" for q in retired),
+            ]
+        )
+    )
+    observed = [log_part(ck, c, "since, ts AS until", f"t = {T_OBSERVED}") for ck, c in parts]
+    con.execute(
+        "CREATE OR REPLACE VIEW observed AS "
+        + " UNION ALL ".join(
+            [
+                "SELECT h.ck, o.since, o.until FROM staged_observed o "
+                f"JOIN history_ids h USING (cluster, kind) WHERE h.ck IN {among}",
+                *observed,
+            ]
+        )
+    )
+
+
+def ck_kid(id_column: str) -> str:
+    """A key's id in the report: its history kind's id (``ck``) in the high bits."""
+    return f"ck * {CK_SHIFT} + {id_column}"

@@ -31,6 +31,11 @@ class FleetRequest:
     cache_dir: str | None
 
 
+COLUMNAR_DIR = ".columnar"
+"""Under the cache directory (no bucket name starts with a dot): the segments converted to
+Parquet (``megamon.fleet.columnar``)."""
+
+
 def default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "megamon" / "fleet"
@@ -94,15 +99,19 @@ def run_fleet(
     """The fleet report the options ask for; ``objects(bucket)`` opens a bucket."""
     if request.bucket is not None and request.events_dirs:
         raise ConfigError("give --events-dir or --bucket, not both")
+    columnar: Path | None = None
     if request.bucket is not None:
         if request.clusters is None:
             raise ConfigError("--bucket with a fleet report needs --clusters")
         cache_dir = Path(request.cache_dir) if request.cache_dir else default_cache_dir()
         histories = bucket_histories(request, objects(request.bucket), cache_dir)
+        columnar = cache_dir / COLUMNAR_DIR
     else:
         if not request.events_dirs:
             raise ConfigError("--clusters needs --bucket or --events-dir")
         histories = local_histories(request)
+        if request.cache_dir:  # local histories are converted for each report otherwise
+            columnar = Path(request.cache_dir) / COLUMNAR_DIR
     with tqdm(
         total=len(histories),
         desc="reading histories",
@@ -111,4 +120,6 @@ def run_fleet(
         disable=not _show_progress(),
         leave=False,
     ) as bar:
-        return fleet_report(histories, kinds, window, step=lambda _: bar.update())
+        return fleet_report(
+            histories, kinds, window, step=lambda _: bar.update(), columnar_dir=columnar
+        )

@@ -1,9 +1,11 @@
 """The fleet report on DuckDB: histories in, ``FleetReport`` out.
 
 Each history is a local directory (a cluster's ``<bucket>/<path>``, or its cached copy): the
-snapshot files and archive entries are decoded by the codec, the log's segments are read by
-DuckDB (``megamon.fleet.canonical``), and the figures are computed by ``FIGURES_SQL``; the
-aggregates are sums in SQL, the ratios are recomputed here from the sums.
+snapshot files, archive entries and snapshot marks are decoded by the codec, the log's
+segments are read from their Parquet conversions (``megamon.fleet.columnar``, through
+``megamon.fleet.canonical``), and the figures are computed by ``figures_sql`` a chunk of
+histories at a time; the aggregates are sums in SQL, the ratios are recomputed from the sums
+by the one-history report's own functions (``megamon.fleet.model``).
 """
 
 from __future__ import annotations
@@ -18,20 +20,37 @@ from typing import Any
 import duckdb
 
 from megamon.codec import report as report_codec
+from megamon.domain import timestamps
 from megamon.domain.kinds import Kind
 from megamon.domain.summaries import ProvisioningState
 from megamon.errors import ConfigError
-from megamon.fleet.canonical import CsvRelations, create_relations, define_relations
-from megamon.fleet.figures_sql import FIGURES_SQL
+from megamon.fleet.canonical import (
+    CsvRelations,
+    Relations,
+    create_relations,
+    define_relations,
+)
+from megamon.fleet.columnar import ColumnarCache
+from megamon.fleet.figures_sql import figures_sql
 from megamon.fleet.model import FLEET, ChipTime, FleetAggregate, FleetReport, FleetResource
+from megamon.recording.eventlog import DEFAULT_HEARTBEAT_S
+from megamon.recording.loading import read_mark
 from megamon.stores.local import LocalEventStore
-from megamon.summary.availability import BandState, Incidents, TimeSplit, Window
+from megamon.summary.availability import (
+    BandState,
+    Incidents,
+    TimeSplit,
+    Window,
+    resource_order,
+    shape_order,
+)
 
 log = logging.getLogger(__name__)
 
-_KIND_ORDER = {kind: index for index, kind in enumerate(Kind)}
-_LIVE_LAST = 1 << 62
 LATEST_REPORT = Path("reports") / "latest.json"
+UNOBSERVED_SLACK_NS = 2 * int(DEFAULT_HEARTBEAT_S) * timestamps.NANOS_PER_SECOND
+"""A running megamon's last heartbeat may be this old; after it, the time is unobserved (the
+one-history report's rule, ``megamon.cli.report``)."""
 MEMORY_LIMIT = "1500MB"
 """DuckDB spills to its temporary directory past this, so a fleet report stays under 2 GB."""
 
@@ -90,6 +109,9 @@ def stage_history(rows: CsvRelations, history: History, kinds: Sequence[Kind]) -
                 )
         for key, attrs in labels.get(kind, {}).items():
             rows.label(cluster, kind, key, attrs)
+        mark = read_mark(store, kind)
+        if mark is not None:
+            rows.observed(cluster, kind, mark.observed)
 
 
 def load(
@@ -97,9 +119,12 @@ def load(
     histories: Sequence[History],
     kinds: Sequence[Kind],
     workdir: Path,
+    *,
     step: Step | None = None,
-) -> None:
-    """Every history's rows in the canonical relations, restricted to ``kinds``."""
+    columnar: ColumnarCache | None = None,
+) -> Relations:
+    """Every history's rows in the canonical relations, restricted to ``kinds``; the log's
+    segments through ``columnar`` (converted once; without it, in ``workdir``)."""
     create_relations(con)
     rows = CsvRelations(workdir / "staged")
     for history in histories:
@@ -108,24 +133,34 @@ def load(
         stage_history(rows, history, kinds)
     rows.load(con)
     wanted = [k.value for k in kinds]
-    define_relations(con, [(h.cluster, h.root) for h in histories], wanted)
+    cache = columnar if columnar is not None else ColumnarCache(workdir / "columnar")
+    relations = define_relations(con, [(h.cluster, h.root) for h in histories], wanted, cache)
     con.execute("DELETE FROM labels WHERE kind <> ALL (?)", [wanted])
+    return relations
 
 
 def _parameters(window: Window) -> dict[str, Any]:
     return {"now": window.now, "since": window.since}
 
 
-def figures(con: duckdb.DuckDBPyConnection, window: Window) -> None:
-    """The per-lifetime figures in the table ``figures``."""
-    sql = FIGURES_SQL.replace("$since", "CAST($since AS BIGINT)")
-    con.execute("CREATE OR REPLACE TABLE figures AS " + sql, _parameters(window))
+def figures(con: duckdb.DuckDBPyConnection, window: Window, relations: Relations) -> None:
+    """The per-lifetime figures in the table ``figures``, one chunk of histories at a time
+    (``Relations.chunks``)."""
+    for n, chunk in enumerate(relations.chunks()):
+        log_only = relations.use(con, chunk)
+        observed = con.execute("SELECT count(*) FROM observed").fetchone()
+        gaps = bool(observed and observed[0])
+        sql = figures_sql(gaps=gaps, slack=UNOBSERVED_SLACK_NS, log_only=log_only)
+        sql = sql.replace("$since", "CAST($since AS BIGINT)")
+        into = "CREATE OR REPLACE TABLE figures AS " if n == 0 else "INSERT INTO figures "
+        con.execute(into + sql, _parameters(window))
 
 
 _AGGREGATE_SQL = """
 SELECT {group}, count(*),
        sum(up_time), sum(down_time), sum(failed_time), sum(expected_down_time),
-       sum(provisioning_time), sum(interruptions), sum(recoveries), sum(recovered_down_time),
+       sum(provisioning_time), sum(unobserved_time), sum(interruptions), sum(recoveries),
+       sum(recovered_down_time),
        count(*) FILTER (WHERE provisioning_state = 'success'),
        count(*) FILTER (WHERE provisioning_state = 'provisioning'),
        count(*) FILTER (WHERE provisioning_state = 'failed'),
@@ -139,11 +174,14 @@ FROM figures GROUP BY ALL
 """
 _RESOURCE_SQL = """
 SELECT cluster, kind, key, name, accelerator, topology, chips, retired_at, span_start,
-       span_end, end_state, up_time, down_time, failed_time, expected_down_time,
-       provisioning_time, interruptions, recoveries, recovered_down_time,
-       provisioning_state, provisioning_duration
+       span_end, end_state, up_time :: BIGINT, down_time :: BIGINT, failed_time :: BIGINT,
+       expected_down_time :: BIGINT, provisioning_time :: BIGINT, unobserved_time :: BIGINT,
+       interruptions, recoveries, recovered_down_time :: BIGINT, provisioning_state,
+       provisioning_duration
 FROM figures
 """
+"""Sums of one lifetime's durations fit a BIGINT (they are within the window), and a BIGINT
+reaches Python five times faster than a HUGEINT."""
 _STATES = (
     ProvisioningState.SUCCESS,
     ProvisioningState.PROVISIONING,
@@ -152,10 +190,15 @@ _STATES = (
 )
 
 
+_KINDS = {kind.value: kind for kind in Kind}
+_BAND_STATES = {state.value: state for state in BandState}
+_PROVISIONING_STATES = {state.value: state for state in ProvisioningState}
+
+
 def _resource(row: tuple[Any, ...]) -> FleetResource:
     return FleetResource(
         cluster=row[0],
-        kind=Kind(row[1]),
+        kind=_KINDS.get(row[1]) or Kind(row[1]),
         key=row[2],
         name=row[3],
         accelerator=row[4],
@@ -164,38 +207,37 @@ def _resource(row: tuple[Any, ...]) -> FleetResource:
         retired_at=row[7],
         start=row[8],
         end=row[9],
-        state=BandState(row[10]),
-        times=TimeSplit(*(int(v) for v in row[11:16])),
-        incidents=Incidents(*(int(v) for v in row[16:19])),
-        provisioning_state=ProvisioningState(row[19]),
-        provisioning_duration=int(row[20]),
+        state=_BAND_STATES[row[10]],
+        times=TimeSplit(*row[11:17]),
+        incidents=Incidents(*row[17:20]),
+        provisioning_state=_PROVISIONING_STATES[row[20]],
+        provisioning_duration=row[21],
     )
 
 
 def _aggregate(cluster: str, row: tuple[Any, ...]) -> FleetAggregate:
     kind, accelerator, topology, count = row[0], row[1], row[2], row[3]
-    states = {state: int(n) for state, n in zip(_STATES, row[12:16], strict=True) if n}
+    states = {state: int(n) for state, n in zip(_STATES, row[13:17], strict=True) if n}
     return FleetAggregate(
         cluster=cluster,
         kind=Kind(kind),
         accelerator=accelerator,
         topology=topology,
         resources=int(count),
-        times=TimeSplit(*(int(v) for v in row[4:9])),
-        incidents=Incidents(*(int(v) for v in row[9:12])),
+        times=TimeSplit(*(int(v) for v in row[4:10])),
+        incidents=Incidents(*(int(v) for v in row[10:13])),
         provisioning_states=states,
-        provisioned_duration=int(row[16]),
-        chip_time=ChipTime(*(int(v) for v in row[17:21])),
+        provisioned_duration=int(row[17]),
+        chip_time=ChipTime(*(int(v) for v in row[18:22])),
     )
 
 
-def _resource_order(r: FleetResource) -> tuple[str, int, str, str, int]:
-    retired = r.retired_at if r.retired_at is not None else _LIVE_LAST
-    return (r.cluster, _KIND_ORDER[r.kind], r.name, r.key, retired)
+def _resource_order(r: FleetResource) -> tuple[str, tuple[tuple[int, str], str, str, int]]:
+    return (r.cluster, resource_order(r.kind, r.name, r.key, r.retired_at))
 
 
-def _shape_order(a: FleetAggregate) -> tuple[str, int, str, str]:
-    return (a.cluster, _KIND_ORDER[a.kind], a.accelerator, a.topology)
+def _shape_order(a: FleetAggregate) -> tuple[str, tuple[tuple[int, str], str, str]]:
+    return (a.cluster, shape_order(a.kind, a.accelerator, a.topology))
 
 
 def collect(con: duckdb.DuckDBPyConnection, window: Window, clusters: Sequence[str]) -> FleetReport:
@@ -237,8 +279,12 @@ def fleet_report(
     workdir: Path | None = None,
     step: Step | None = None,
     threads: int | None = None,
+    columnar_dir: Path | None = None,
 ) -> FleetReport:
-    """The fleet report over ``histories`` (their clusters' names must differ)."""
+    """The fleet report over ``histories`` (their clusters' names must differ).
+
+    ``columnar_dir`` keeps the log's segments converted to Parquet between reports
+    (``megamon.fleet.columnar``); without it they are converted for this report only."""
     names = [h.cluster for h in histories]
     if len(set(names)) != len(names):
         duplicated = sorted({n for n in names if names.count(n) > 1})
@@ -246,8 +292,11 @@ def fleet_report(
     with tempfile.TemporaryDirectory(prefix="megamon-fleet-", dir=workdir) as scratch:
         con = connect(Path(scratch), threads)
         try:
-            load(con, histories, list(kinds), Path(scratch), step)
-            figures(con, window)
+            columnar = ColumnarCache(columnar_dir) if columnar_dir is not None else None
+            relations = load(
+                con, histories, list(kinds), Path(scratch), step=step, columnar=columnar
+            )
+            figures(con, window, relations)
             return collect(con, window, names)
         finally:
             con.close()

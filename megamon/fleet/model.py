@@ -2,7 +2,8 @@
 fleet rows per kind, accelerator and topology. Plain data, computed by ``megamon.fleet.engine``.
 
 Durations are integer nanoseconds; availability, MTTR and MTBI are recomputed from summed
-times and counts (time weighted), as in ``megamon.summary.availability``. Chip-weighted figures
+times and counts (time weighted) by ``megamon.summary.availability``'s own functions: one
+definition for both reports. Chip-weighted figures
 are in chip-nanoseconds and count only the resources whose attributes give a chip count.
 """
 
@@ -13,7 +14,16 @@ from dataclasses import dataclass
 
 from megamon.domain.kinds import Kind
 from megamon.domain.summaries import ProvisioningState
-from megamon.summary.availability import BandState, Incidents, TimeSplit, Window
+from megamon.summary.availability import (
+    BandState,
+    Incidents,
+    TimeSplit,
+    Window,
+    availability_percent,
+    mean_provisioning_duration,
+    mean_time_between_interruptions,
+    mean_time_to_recover,
+)
 
 FLEET = "*"
 """The ``cluster`` of a fleet row: every cluster."""
@@ -30,8 +40,7 @@ class ChipTime:
 
     @property
     def availability(self) -> float | None:
-        counted = self.up + self.down
-        return 100.0 * self.up / counted if counted else None
+        return availability_percent(self.up, self.down)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +73,11 @@ class FleetResource:
 
     @property
     def mttr(self) -> int | None:
-        i = self.incidents
-        return i.recovered_down_time // i.recoveries if i.recoveries else None
+        return mean_time_to_recover(self.incidents)
 
     @property
     def mtbi(self) -> int | None:
-        i = self.incidents
-        return self.times.up // i.interruptions if i.interruptions else None
+        return mean_time_between_interruptions(self.times, self.incidents)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,18 +102,15 @@ class FleetAggregate:
 
     @property
     def mttr(self) -> int | None:
-        i = self.incidents
-        return i.recovered_down_time // i.recoveries if i.recoveries else None
+        return mean_time_to_recover(self.incidents)
 
     @property
     def mtbi(self) -> int | None:
-        i = self.incidents
-        return self.times.up // i.interruptions if i.interruptions else None
+        return mean_time_between_interruptions(self.times, self.incidents)
 
     @property
     def mean_provisioning_duration(self) -> int | None:
-        succeeded = self.provisioning_states.get(ProvisioningState.SUCCESS, 0)
-        return self.provisioned_duration // succeeded if succeeded else None
+        return mean_provisioning_duration(self.provisioning_states, self.provisioned_duration)
 
 
 @dataclass(frozen=True, slots=True)

@@ -196,8 +196,14 @@ class TimeSplit:
     @property
     def availability(self) -> float | None:
         """``up / (up + down)`` in percent; ``None`` when there is neither."""
-        counted = self.up + self.down
-        return 100.0 * self.up / counted if counted else None
+        return availability_percent(self.up, self.down)
+
+
+def availability_percent(up: int, down: int) -> float | None:
+    """``up / (up + down)`` in percent; ``None`` when there is neither (also for
+    chip-weighted time)."""
+    counted = up + down
+    return 100.0 * up / counted if counted else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,14 +222,24 @@ class Incidents:
         )
 
 
-def _mttr(incidents: Incidents) -> int | None:
+def mean_time_to_recover(incidents: Incidents) -> int | None:
+    """MTTR: recovered down time per recovery (truncating); ``None`` without recoveries."""
     if not incidents.recoveries:
         return None
     return incidents.recovered_down_time // incidents.recoveries
 
 
-def _mtbi(times: TimeSplit, incidents: Incidents) -> int | None:
+def mean_time_between_interruptions(times: TimeSplit, incidents: Incidents) -> int | None:
+    """MTBI: up time per interruption (truncating); ``None`` without interruptions."""
     return times.up // incidents.interruptions if incidents.interruptions else None
+
+
+def mean_provisioning_duration(
+    states: Mapping[ProvisioningState, int], provisioned_duration: int
+) -> int | None:
+    """Mean provisioning time of the resources that came up; ``None`` if none did."""
+    succeeded = states.get(ProvisioningState.SUCCESS, 0)
+    return provisioned_duration // succeeded if succeeded else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,11 +265,11 @@ class ResourceAvailability:
 
     @property
     def mttr(self) -> int | None:
-        return _mttr(self.incidents)
+        return mean_time_to_recover(self.incidents)
 
     @property
     def mtbi(self) -> int | None:
-        return _mtbi(self.times, self.incidents)
+        return mean_time_between_interruptions(self.times, self.incidents)
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,17 +292,16 @@ class Aggregate:
 
     @property
     def mttr(self) -> int | None:
-        return _mttr(self.incidents)
+        return mean_time_to_recover(self.incidents)
 
     @property
     def mtbi(self) -> int | None:
-        return _mtbi(self.times, self.incidents)
+        return mean_time_between_interruptions(self.times, self.incidents)
 
     @property
     def mean_provisioning_duration(self) -> int | None:
         """Mean provisioning time of the resources that came up; ``None`` if none did."""
-        succeeded = self.provisioning_states.get(ProvisioningState.SUCCESS, 0)
-        return self.provisioned_duration // succeeded if succeeded else None
+        return mean_provisioning_duration(self.provisioning_states, self.provisioned_duration)
 
 
 @dataclass(frozen=True, slots=True)
@@ -482,10 +497,22 @@ def resource_availability(resource: Resource, window: Window) -> ResourceAvailab
     )
 
 
+def resource_order(
+    kind: Kind, name: str, key: str, retired_at: int | None
+) -> tuple[tuple[int, str], str, str, int]:
+    """The report's order of resources: kind, name, key, retirement (live ones last)."""
+    retired = retired_at if retired_at is not None else _LIVE_LAST
+    return (_kind_rank(kind), name, key, retired)
+
+
+def shape_order(kind: Kind, accelerator: str, topology: str) -> tuple[tuple[int, str], str, str]:
+    """The report's order of aggregates: kind, then accelerator and topology."""
+    return (_kind_rank(kind), accelerator, topology)
+
+
 def _sort_key(figures: ResourceAvailability) -> tuple[tuple[int, str], str, str, int]:
     r = figures.resource
-    retired = r.retired_at if r.retired_at is not None else _LIVE_LAST
-    return (_kind_rank(r.kind), r.name, r.key, retired)
+    return resource_order(r.kind, r.name, r.key, r.retired_at)
 
 
 def aggregate(figures: Iterable[ResourceAvailability]) -> tuple[Aggregate, ...]:
@@ -494,7 +521,7 @@ def aggregate(figures: Iterable[ResourceAvailability]) -> tuple[Aggregate, ...]:
     for f in figures:
         r = f.resource
         groups.setdefault((r.kind, r.accelerator, r.topology), []).append(f)
-    ordered = sorted(groups, key=lambda g: (_kind_rank(g[0]), g[1], g[2]))
+    ordered = sorted(groups, key=lambda g: shape_order(*g))
     return tuple(_aggregate_group(key, groups[key]) for key in ordered)
 
 

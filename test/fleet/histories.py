@@ -12,6 +12,7 @@ from pathlib import Path
 
 import orjson
 
+from megamon.codec.log import SnapshotMark, encode_mark
 from megamon.domain import timestamps
 from megamon.domain.events import (
     FLAG_EXPECTED_DOWN,
@@ -41,15 +42,28 @@ class Lifetime:
             tuple(t for t, _ in self.events), bytes(f for _, f in self.events)
         )
 
-    def resource(self, *, live_attrs: bool) -> Resource:
-        """The Python report's view; a live record is named only when ``live_attrs``."""
+    def resource(
+        self, *, live_attrs: bool, unobserved: tuple[tuple[int, int], ...] = ()
+    ) -> Resource:
+        """The Python report's view; a live record is named only when ``live_attrs``;
+        ``unobserved``: the gaps in its history's coverage (``unobserved_gaps``)."""
         attrs = self.attrs if (self.retired_at is not None or live_attrs) else {}
-        return Resource(self.kind, self.key, self.record, attrs, self.retired_at)
+        return Resource(self.kind, self.key, self.record, attrs, self.retired_at, unobserved)
 
 
-def write_snapshots(root: Path, lifetimes: Sequence[Lifetime]) -> None:
-    """Live lifetimes as Go-format event files, retired ones as archive entries."""
+Coverage = Mapping[Kind, Sequence[tuple[int, int]]]
+"""Per kind, the spans megamon was observing (``since``, ``until``), as heartbeats record them."""
+
+
+def write_snapshots(
+    root: Path, lifetimes: Sequence[Lifetime], coverage: Coverage | None = None
+) -> None:
+    """Live lifetimes as Go-format event files, retired ones as archive entries, and the
+    spans of ``coverage`` in each kind's snapshot mark (as megamon keeps them)."""
     store = LocalEventStore(root)
+    for kind, spans in (coverage or {}).items():
+        mark = SnapshotMark(generation=0, covers="", observed=tuple(spans))
+        store.log.write_mark(kind, encode_mark(mark))
     for kind in Kind:
         live = {lt.key: lt.record for lt in lifetimes if lt.kind is kind and lt.retired_at is None}
         if live:
@@ -126,14 +140,29 @@ def write_segments(
     flush()
 
 
+def heartbeat(cluster: str, kind: Kind, since: int, until: int) -> dict[str, object]:
+    """An ``observed`` line: megamon observed ``kind`` without a break over the span."""
+    line = log_line(cluster, kind, "", until, None, None, "observed")
+    line["since"] = since
+    return line
+
+
 def write_log(
-    root: Path, cluster: str, lifetimes: Sequence[Lifetime], *, archive: bool = True
+    root: Path,
+    cluster: str,
+    lifetimes: Sequence[Lifetime],
+    *,
+    archive: bool = True,
+    coverage: Coverage | None = None,
 ) -> None:
-    """Every lifetime as log lines (events with attributes, then a ``retired`` line), and
-    the retired ones as archive entries too (as the recorder keeps them) unless not
-    ``archive``."""
+    """Every lifetime as log lines (events with attributes, then a ``retired`` line), the
+    spans of ``coverage`` as heartbeats, and the retired lifetimes as archive entries too
+    (as the recorder keeps them) unless not ``archive``."""
     for kind in Kind:
-        lines: list[tuple[int, dict[str, object]]] = []
+        lines: list[tuple[int, dict[str, object]]] = [
+            (until, heartbeat(cluster, kind, since, until))
+            for since, until in (coverage or {}).get(kind, ())
+        ]
         for lt in lifetimes:
             if lt.kind is not kind:
                 continue

@@ -13,14 +13,13 @@ import duckdb
 import pytest
 import sqlglot
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from megamon.domain.kinds import Kind
 from megamon.fleet.engine import History, fleet_report
 from megamon.fleet.model import FLEET, FleetReport
 from megamon.summary.availability import Window
-from test.fleet.histories import Lifetime, write_log
-from test.fleet.test_equivalence import cluster_histories, windows
+from test.fleet.histories import Coverage, Lifetime, write_log
+from test.fleet.test_equivalence import CLUSTERS, T0, merged_failed_band, windows
 
 VIEWS = Path(__file__).parents[2] / "deploy" / "bigquery" / "views"
 _HEADER = re.compile(r"CREATE OR REPLACE TABLE FUNCTION [\w.]+\(([^)]*)\) AS \(", re.S)
@@ -80,6 +79,7 @@ def _native(report: FleetReport) -> dict[tuple[Any, ...], tuple[Any, ...]]:
             r.times.failed,
             r.times.expected_down,
             r.times.provisioning,
+            r.times.unobserved,
             r.incidents.interruptions,
             r.incidents.recoveries,
             r.incidents.recovered_down_time,
@@ -96,6 +96,7 @@ def _native_aggregates(report: FleetReport) -> dict[tuple[Any, ...], tuple[Any, 
             a.resources,
             a.times.up,
             a.times.down,
+            a.times.unobserved,
             a.incidents.interruptions,
             a.incidents.recoveries,
             a.mttr,
@@ -111,12 +112,12 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple[Any, ...]]:
     return con.execute(sql).fetchall()
 
 
-def _check(clusters: list[list[Lifetime]], window: Window) -> None:
+def _check(clusters: list[tuple[list[Lifetime], Coverage]], window: Window) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         histories = []
-        for n, lifetimes in enumerate(clusters):
+        for n, (lifetimes, coverage) in enumerate(clusters):
             root = Path(scratch) / f"c{n}"
-            write_log(root, f"c{n}", lifetimes, archive=False)
+            write_log(root, f"c{n}", lifetimes, archive=False, coverage=coverage)
             histories.append(History(f"c{n}", root))
         histories = [h for h in histories if (h.root / "log").exists()]
         if not histories:
@@ -138,28 +139,35 @@ def _check(clusters: list[list[Lifetime]], window: Window) -> None:
                 row[6],
                 row[10],
                 row[11],
-                row[14],
+                row[12],
                 row[15],
-                row[19],
+                row[16],
                 row[20],
+                row[21],
             )
             for row in _rows(con, to_duckdb(availability, window.now, window.since))
         }
-        expected = {
-            key: (v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8])
-            for key, v in _native_aggregates(native).items()
-        }
+        expected = _native_aggregates(native)
         assert sums == expected
         if native.resources:
             assert FLEET in {key[0] for key in sums}
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(cluster_histories(skew=False), min_size=1, max_size=3), windows())
+@given(CLUSTERS, windows())
 def test_the_bigquery_functions_give_the_fleet_report(
-    clusters: list[list[Lifetime]], window: Window
+    clusters: list[tuple[list[Lifetime], Coverage]], window: Window
 ) -> None:
+    """Random histories with coverage gaps (checked against the Python report by
+    ``test_equivalence``)."""
     _check(clusters, window)
+
+
+def test_the_bigquery_functions_carve_a_merged_provisioning_band() -> None:
+    s = 10**9
+    window = Window(now=T0 + 1000 * s)
+    _check([merged_failed_band((T0 + 20 * s, T0 + 30 * s))], window)
+    _check([merged_failed_band((T0 + 2 * s, T0 + 5 * s))], window)
 
 
 def test_every_view_transpiles() -> None:

@@ -10,13 +10,16 @@ import orjson
 import pytest
 
 from megamon.cli.main import main
+from megamon.domain.kinds import Kind
+from megamon.domain.observations import Attrs, Observation
 from megamon.fleet.cache import HistoryCache
 from megamon.fleet.gcs import GcsObjects
 from megamon.publishing.exporters.archives import GcsReportExporter, LocalReportExporter
+from megamon.recording.eventlog import EventLog
 from megamon.stores.factory import gcs_client
 from megamon.stores.gcs import GcsEventStore
 from megamon.stores.local import LocalEventStore
-from test.cli.report.history import NOW_TEXT, fill
+from test.cli.report.history import NOW_TEXT, V5P, H, T, fill
 
 COMMON = (
     "kind",
@@ -34,6 +37,7 @@ COMMON = (
     "failedTime",
     "expectedDownTime",
     "provisioningTime",
+    "unobservedTime",
     "availabilityPercent",
     "interruptionCount",
     "recoveryCount",
@@ -83,9 +87,6 @@ def test_each_clusters_rows_are_its_own_report(
         assert mine == [_common(r) for r in alone["resources"]]
         mine_aggregates = [a for a in fleet["aggregates"] if a["cluster"] == name]
         for got, expected in zip(mine_aggregates, alone["aggregates"], strict=True):
-            # The fleet report does not carve out unobserved time yet (docs/fleet.md); these
-            # histories have no coverage gaps, so every other figure must agree.
-            assert expected.pop("unobservedTime") == 0
             assert {k: got[k] for k in expected} == expected
     fleet_rows = {(a["kind"], a["accelerator"], a["topology"]): a for a in fleet["fleet"]}
     for a in fleet["aggregates"]:
@@ -96,6 +97,43 @@ def test_each_clusters_rows_are_its_own_report(
         assert row["resourceCount"] == 2 * one[shape]["resourceCount"]
         assert row["upTime"] == 2 * one[shape]["upTime"]
         assert row["availabilityPercent"] == pytest.approx(one[shape]["availabilityPercent"])
+
+
+def _restarted(root: Path) -> None:
+    """A history whose megamon stopped for two hours (T+1h to T+3h, the pool down), written
+    by the real recorder: its heartbeats leave a gap."""
+    up = Observation.build(expected=1, ready=1, attrs=Attrs(nodepool_name="np", **V5P))
+    down = Observation.build(expected=1, ready=0, attrs=Attrs(nodepool_name="np", **V5P))
+    first = EventLog(LocalEventStore(root), [Kind.NODEPOOL], holder="first")
+    first.append({Kind.NODEPOOL: {"np": up}}, T)
+    first.append({Kind.NODEPOOL: {"np": down}}, T + H)
+    first.close()
+    second = EventLog(LocalEventStore(root), [Kind.NODEPOOL], holder="second")
+    second.append({Kind.NODEPOOL: {"np": up}}, T + 3 * H)
+    second.append({Kind.NODEPOOL: {"np": up}}, T + 4 * H)
+    second.close()
+
+
+@pytest.mark.parametrize("now", ["2026-06-01T04:00:00Z", "2026-06-01T10:00:00Z"])
+def test_unobserved_time_is_the_clusters_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], now: str
+) -> None:
+    """A restart gap, and megamon stopped since T+4h (at 10:00): the fleet report carves
+    the same unobserved time out of availability as the cluster's own report."""
+    _restarted(tmp_path / "gappy")
+    fill(LocalEventStore(tmp_path / "steady"), LocalReportExporter(tmp_path / "steady"))
+    dirs = ("--events-dir", str(tmp_path / "gappy"), "--events-dir", str(tmp_path / "steady"))
+    fleet = report_json(capsys, "--now", now, *dirs)
+    alone = report_json(capsys, "--now", now, "--events-dir", str(tmp_path / "gappy"))
+    mine = [_common(r) for r in fleet["resources"] if r["cluster"] == "gappy"]
+    assert mine == [_common(r) for r in alone["resources"]]
+    [resource] = mine
+    assert resource["unobservedTime"] >= 2 * 3600 * 10**9
+    assert resource["availabilityPercent"] == 100.0
+    [aggregate] = [a for a in fleet["aggregates"] if a["cluster"] == "gappy"]
+    assert {k: aggregate[k] for k in alone["aggregates"][0]} == alone["aggregates"][0]
+    steady = [a["unobservedTime"] for a in fleet["aggregates"] if a["cluster"] == "steady"]
+    assert steady and set(steady) == {0}
 
 
 def test_clusters_pattern_in_a_directory(
@@ -248,3 +286,24 @@ def test_a_damaged_segment_keeps_its_whole_lines(
     assert pool["provisioningDuration"] == hour
     assert pool["state"] == "up"
     assert pool["downTime"] == 0
+
+
+def test_the_fleet_table_has_each_clusters_own_rows(
+    clusters: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fleet table's resource rows, after the cluster, read as the cluster's own
+    report's (one set of columns for both)."""
+    status, fleet, _ = report(capsys, "--events-dir", str(clusters), "--clusters", "*")
+    assert status == 0
+    status, alone, _ = report(capsys, "--events-dir", str(clusters / "east"))
+    assert status == 0
+
+    def rows(table: str, until: str) -> list[list[str]]:
+        lines = table.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith(("KIND", "CLUSTER")))
+        body = lines[start : lines.index(until, start)]
+        return [line.split() for line in body if line]
+
+    fleet_rows = rows(fleet, "By cluster, kind, accelerator and topology:")
+    mine = [r[1:] for r in fleet_rows if r[0] in ("CLUSTER", "east")]
+    assert mine == rows(alone, "By kind, accelerator and topology:")

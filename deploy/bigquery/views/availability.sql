@@ -1,9 +1,10 @@
 -- megamon fleet report, BigQuery: figures summed per cluster, kind, accelerator and topology
 -- (cluster '*' = the whole fleet), availability and MTTR/MTBI recomputed from the sums (time
--- weighted), and chip-weighted time where the attributes give a chip count.
+-- weighted; unobserved time is its own sum, out of availability), and chip-weighted time
+-- where the attributes give a chip count.
 CREATE OR REPLACE TABLE FUNCTION megamon_fleet.availability(now_ns INT64, since_ns INT64) AS (
 SELECT cluster, kind, accelerator, topology, resources, up_time, down_time, failed_time,
-       expected_down_time, provisioning_time, interruptions, recoveries, recovered_down_time,
+       expected_down_time, provisioning_time, unobserved_time, interruptions, recoveries, recovered_down_time,
        IF(up_time + down_time = 0, NULL, 100 * up_time / (up_time + down_time))
          AS availability_percent,
        IF(recoveries = 0, NULL, DIV(recovered_down_time, recoveries)) AS mttr_ns,
@@ -18,6 +19,7 @@ FROM (
          SUM(up_time) AS up_time, SUM(down_time) AS down_time, SUM(failed_time) AS failed_time,
          SUM(expected_down_time) AS expected_down_time,
          SUM(provisioning_time) AS provisioning_time,
+         SUM(unobserved_time) AS unobserved_time,
          SUM(interruptions) AS interruptions, SUM(recoveries) AS recoveries,
          SUM(recovered_down_time) AS recovered_down_time,
          COUNTIF(provisioning_state = 'success') AS provisioned,

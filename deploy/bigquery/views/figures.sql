@@ -149,20 +149,66 @@ pieces AS (
     FROM states WHERE piece_stop > piece_begin
   )
 ),
+-- Time megamon was not observing a kind: the gaps between its heartbeats' spans, and after
+-- the last one when it is older than 120 s (twice the heartbeat: megamon stopped). It is
+-- carved out of the bands as its own figure, left out of availability.
+observed AS (
+  SELECT cluster, kind, since, tsNs AS until
+  FROM megamon_fleet.log WHERE type = 'observed' AND since IS NOT NULL AND tsNs IS NOT NULL
+),
+gaps AS (
+  SELECT cluster, kind, g_start, g_end FROM (
+    SELECT cluster, kind, last_end AS g_start, LEAST(since, now_ns) AS g_end
+    FROM (
+      SELECT *, MAX(until) OVER (PARTITION BY cluster, kind ORDER BY since, until
+                                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS last_end
+      FROM observed
+    )
+    WHERE since > last_end
+    UNION ALL
+    SELECT cluster, kind, MAX(until) AS g_start, now_ns AS g_end
+    FROM observed GROUP BY cluster, kind HAVING now_ns - MAX(until) > 120000000000
+  )
+  WHERE g_end > g_start
+),
+-- A merged band that starts before the first up is provisioning time, up to the first gap
+-- that ends at or after the first up: the band carved after that gap starts after the
+-- first up, so it counts by its state. `cut` splits each piece there.
 classed AS (
-  SELECT *, piece_stop - piece_begin AS length,
-         IF(MIN(piece_begin) OVER (PARTITION BY cluster, kind, key, life_end, grp) < first_up_at,
-            'provisioning', state) AS class
-  FROM pieces
+  SELECT *,
+         IF(grp_start < first_up_at,
+            GREATEST(piece_begin, LEAST(piece_stop, COALESCE(
+              (SELECT MIN(g.g_end) FROM gaps g
+               WHERE g.cluster = c.cluster AND g.kind = c.kind AND g.g_end >= c.first_up_at),
+              piece_stop))),
+            piece_begin) AS cut
+  FROM (
+    SELECT *, MIN(piece_begin) OVER (PARTITION BY cluster, kind, key, life_end, grp)
+                AS grp_start
+    FROM pieces
+  ) c
+),
+measured AS (
+  SELECT *,
+         cut - piece_begin - (
+           SELECT COALESCE(SUM(LEAST(m.cut, g.g_end) - GREATEST(m.piece_begin, g.g_start)), 0)
+           FROM gaps g WHERE g.cluster = m.cluster AND g.kind = m.kind
+                         AND g.g_start < m.cut AND g.g_end > m.piece_begin) AS head,
+         piece_stop - cut - (
+           SELECT COALESCE(SUM(LEAST(m.piece_stop, g.g_end) - GREATEST(m.cut, g.g_start)), 0)
+           FROM gaps g WHERE g.cluster = m.cluster AND g.kind = m.kind
+                         AND g.g_start < m.piece_stop AND g.g_end > m.cut) AS rest
+  FROM classed m
 ),
 times AS (
   SELECT cluster, kind, key, life_end,
-         SUM(IF(class = 'up', length, 0)) AS up_time,
-         SUM(IF(class IN ('down', 'failed'), length, 0)) AS down_time,
-         SUM(IF(class = 'failed', length, 0)) AS failed_time,
-         SUM(IF(class = 'expected-down', length, 0)) AS expected_down_time,
-         SUM(IF(class = 'provisioning', length, 0)) AS provisioning_time
-  FROM classed GROUP BY cluster, kind, key, life_end
+         SUM(IF(state = 'up', rest, 0)) AS up_time,
+         SUM(IF(state IN ('down', 'failed'), rest, 0)) AS down_time,
+         SUM(IF(state = 'failed', rest, 0)) AS failed_time,
+         SUM(IF(state = 'expected-down', rest, 0)) AS expected_down_time,
+         SUM(head) AS provisioning_time,
+         SUM(piece_stop - piece_begin - head - rest) AS unobserved_time
+  FROM measured GROUP BY cluster, kind, key, life_end
 )
 SELECT w.cluster, w.kind, w.key,
        IF(w.life_end = 9223372036854775807, NULL, w.life_end) AS retired_at,
@@ -176,6 +222,7 @@ SELECT w.cluster, w.kind, w.key,
        COALESCE(t.failed_time, 0) AS failed_time,
        COALESCE(t.expected_down_time, 0) AS expected_down_time,
        COALESCE(t.provisioning_time, 0) AS provisioning_time,
+       COALESCE(t.unobserved_time, 0) AS unobserved_time,
        i.interruptions, i.recoveries, i.recovered_down_time,
        CASE WHEN w.first_flags & 1 = 1 THEN ''
             WHEN i.periods = 1 AND w.last_flags & 4 = 4 THEN 'failed'
