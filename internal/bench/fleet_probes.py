@@ -1,8 +1,8 @@
 """What the scale benchmark measures, each run in a fresh child process.
 
 ``python -m internal.bench.fleet_probes PROBE --kubeconfig K [--gke E] [...]`` prints one
-JSON line of figures. A fresh process per probe makes ``ru_maxrss`` (peak RSS) the probe's
-own, with nothing left over from another measurement.
+JSON line of figures. A fresh process per probe makes its peak RSS (``VmHWM``,
+``internal.bench.memory``) the probe's own, with nothing left over from another measurement.
 
 - ``sync``: megamon's watch caches (``KubeCluster``: nodes, leader pods, JobSets) from
   start to every cache listed — wall and CPU time, peak RSS, RSS once settled;
@@ -29,7 +29,6 @@ import gc
 import gzip
 import json
 import multiprocessing
-import resource
 import statistics
 import sys
 import tempfile
@@ -46,6 +45,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client import generate_latest as reference_render
 
 from internal.bench import fleet_objects
+from internal.bench.memory import current_rss_mb, peak_rss_mb
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_UP, EventRecord
 from megamon.domain.kinds import Kind
 from megamon.loops.aggregator import Aggregator
@@ -69,17 +69,6 @@ except ImportError:  # before the fast encoder existed
 
 CYCLE_NS = 10 * 10**9
 KINDS = (Kind.NODEPOOL, Kind.JOBSET, Kind.JOBSET_NODES)
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def current_rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def api_client(kubeconfig: str) -> Any:

@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -33,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from internal.bench.memory import peak_rss_mb
 from megamon.domain import timestamps
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
 from megamon.domain.kinds import Kind
@@ -126,10 +126,6 @@ def write_reference(root: Path, resources: int, events: int, seed: int) -> None:
     LocalEventStore(root).write(Kind.NODEPOOL, records, None)
 
 
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def phase_fleet(base: Path, now: int, columnar: Path) -> dict[str, Any]:
     histories = [History(p.name, p) for p in sorted(base.iterdir()) if p.is_dir()]
     start = time.perf_counter()
@@ -140,7 +136,7 @@ def phase_fleet(base: Path, now: int, columnar: Path) -> dict[str, Any]:
         columnar_dir=columnar,
     )
     wall = time.perf_counter() - start
-    return {"wall_s": wall, "peak_rss_mb": _peak_rss_mb(), "resources": len(report.resources)}
+    return {"wall_s": wall, "peak_rss_mb": peak_rss_mb(), "resources": len(report.resources)}
 
 
 def phase_python(root: Path, now: int) -> dict[str, Any]:
@@ -151,7 +147,7 @@ def phase_python(root: Path, now: int) -> dict[str, Any]:
     ]
     report = availability_report(resources, Window(now=now, since=now - 30 * 86_400 * 10**9))
     wall = time.perf_counter() - start
-    return {"wall_s": wall, "peak_rss_mb": _peak_rss_mb(), "resources": len(report.resources)}
+    return {"wall_s": wall, "peak_rss_mb": peak_rss_mb(), "resources": len(report.resources)}
 
 
 def _child(*argv: str) -> dict[str, Any]:

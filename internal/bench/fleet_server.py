@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import resource
 import signal
 import sys
 import threading
@@ -23,6 +22,7 @@ from pathlib import Path
 from types import FrameType
 
 from internal.bench import fleet_objects
+from internal.bench.memory import peak_rss_mb
 from internal.fakegke import FakeGke
 from internal.fakekube import FakeKube
 
@@ -54,7 +54,7 @@ def serve(size: fleet_objects.Size, directory: Path) -> None:
                 "workload_objects": workloads,
                 "pools": pools,
                 "load_seconds": round(time.perf_counter() - started, 1),
-                "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+                "rss_mb": round(peak_rss_mb()),
             }
         ),
         flush=True,

@@ -43,10 +43,10 @@ def test_the_fleet_benchmark_measures_a_size_s_fleet(
 
     listing = figures["list"]
     assert listing["nodes"] == SIZE.nodes
-    # The client's model objects weigh more than what megamon keeps once synced. The sync's
-    # own peak is transient and not a measure of what is kept: 152 MB on a quiet machine,
-    # 467 MB once in a loaded full run, whose settled figure stayed at 145 MB (cause not found).
-    assert listing["peak_rss_mb"] > sync["settled_rss_mb"]
+    # The client's model objects weigh more than megamon's sync at its peak and once settled.
+    # (Peaks are VmHWM, the probe's own: ru_maxrss carried pytest's peak into the probes, so
+    # in a full run the sync once "peaked" at 467 MB instead of its 152 MB.)
+    assert listing["peak_rss_mb"] > sync["peak_rss_mb"] >= sync["settled_rss_mb"]
 
     cycles = figures["cycles"]
     assert cycles["pools"] == SIZE.pools
