@@ -39,7 +39,7 @@ from megamon.errors import ConfigError, MegamonError
 from megamon.fleet.command import FleetRequest, is_fleet, run_fleet
 from megamon.fleet.gcs import GcsObjects
 from megamon.publishing.exporters.archives import LATEST_NAME, REPORTS_DIR
-from megamon.recording.eventlog import DEFAULT_HEARTBEAT_S
+from megamon.recording.eventlog import UNOBSERVED_SLACK_NS
 from megamon.recording.loading import load_kind
 from megamon.stores.base import EventStore, Moved, ObjectBackend
 from megamon.stores.factory import (
@@ -72,8 +72,6 @@ _UNIT_NS = {
 """The report keys that are attributes (the rest of a report entry is upness or summary)."""
 
 Labels = Mapping[Kind, Mapping[str, Mapping[str, object]]]
-UNOBSERVED_SLACK_NS = 2 * int(DEFAULT_HEARTBEAT_S) * timestamps.NANOS_PER_SECOND
-"""A running megamon's last heartbeat may be this old; after that, it counts as stopped."""
 
 
 def register(commands: Any) -> None:

@@ -20,7 +20,6 @@ from typing import Any
 import duckdb
 
 from megamon.codec import report as report_codec
-from megamon.domain import timestamps
 from megamon.domain.kinds import Kind
 from megamon.domain.summaries import ProvisioningState
 from megamon.errors import ConfigError
@@ -33,7 +32,7 @@ from megamon.fleet.canonical import (
 from megamon.fleet.columnar import ColumnarCache
 from megamon.fleet.figures_sql import figures_sql
 from megamon.fleet.model import FLEET, ChipTime, FleetAggregate, FleetReport, FleetResource
-from megamon.recording.eventlog import DEFAULT_HEARTBEAT_S
+from megamon.recording.eventlog import UNOBSERVED_SLACK_NS
 from megamon.recording.loading import read_mark
 from megamon.stores.local import LocalEventStore
 from megamon.summary.availability import (
@@ -48,9 +47,6 @@ from megamon.summary.availability import (
 log = logging.getLogger(__name__)
 
 LATEST_REPORT = Path("reports") / "latest.json"
-UNOBSERVED_SLACK_NS = 2 * int(DEFAULT_HEARTBEAT_S) * timestamps.NANOS_PER_SECOND
-"""A running megamon's last heartbeat may be this old; after it, the time is unobserved (the
-one-history report's rule, ``megamon.cli.report``)."""
 MEMORY_LIMIT = "1500MB"
 """DuckDB spills to its temporary directory past this, so a fleet report stays under 2 GB."""
 

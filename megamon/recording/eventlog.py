@@ -62,6 +62,9 @@ DEFAULT_SNAPSHOT_INTERVAL_S = 900.0
 this far behind, and start-up folds at most this much of the log."""
 DEFAULT_HEARTBEAT_S = 60.0
 """A kind with nothing new still writes a heartbeat this often, so a restart knows the gap."""
+UNOBSERVED_SLACK_NS = 2 * int(DEFAULT_HEARTBEAT_S) * timestamps.NANOS_PER_SECOND
+"""A running megamon's last heartbeat may be this old; after that, a report counts the time
+as unobserved (megamon stopped). One rule for the one-history and the fleet reports."""
 
 Batch = Mapping[Kind, Mapping[str, Observation]]
 
