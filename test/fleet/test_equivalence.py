@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from megamon.domain import timestamps
 from megamon.domain.kinds import Kind
 from megamon.fleet.engine import History, fleet_report
-from megamon.recording.eventlog import UNOBSERVED_SLACK_NS
 from megamon.fleet.model import FLEET, FleetReport
+from megamon.recording.eventlog import UNOBSERVED_SLACK_NS
 from megamon.summary.availability import (
     AvailabilityReport,
     Window,
