@@ -13,13 +13,14 @@ from pathlib import Path
 HEAD = """# Reliability
 
 megamon's numbers feed reliability reviews, so a restart, a flaky bucket or an API outage
-must not change them. The fault suite (`test/faults/`, part of `make test`; longer
-stalls with `make chaos`) plays one scripted fleet scenario — a node pool provisioning and
-coming up, a node going NotReady and back, a JobSet becoming ready then failing, a node pool
-created in GKE `ERROR` — once without faults and once per fault, with `megamon run` as a real
-process against the GKE and Kubernetes emulators and a fake-gcs-server bucket behind a fault
-proxy. It then compares the two histories: the same transitions per resource, none lost, none
-duplicated, timestamps within two aggregation cycles of the clean run.
+must not change them. The fault suite (`test/faults/`, part of `make test`, two scenarios at
+a time; longer stalls with `make chaos`) plays one scripted fleet scenario — a node pool
+provisioning and coming up, a node going NotReady and back, a JobSet becoming ready then
+failing, a node pool created in GKE `ERROR` — once without faults and once per fault, with
+`megamon run` as a real process against the GKE and Kubernetes emulators and a
+fake-gcs-server bucket behind a fault proxy. It then compares the two histories: the same
+transitions per resource, none lost, none duplicated, timestamps within two aggregation
+cycles of the clean run.
 
 This table is written from the suite's own output (`internal/tools/reliability.py`).
 

@@ -190,10 +190,20 @@ def run_scenario(
     for process in rig.processes:
         rig.ready(process)
     t0_ns, start = time.time_ns(), time.monotonic()
-    fault_thread = threading.Thread(target=play, args=(rig, faults, start), daemon=True)
+    failed: list[BaseException] = []
+
+    def play_faults() -> None:
+        try:
+            play(rig, faults, start)
+        except BaseException as err:  # re-raised below: a fault not applied fails the case
+            failed.append(err)
+
+    fault_thread = threading.Thread(target=play_faults, daemon=True)
     fault_thread.start()
     play(rig, SCENARIO, start)
     fault_thread.join()
+    if failed:
+        raise AssertionError("a fault could not be applied") from failed[0]
     delay = start + end_s + rig.held_s - time.monotonic()
     if delay > 0:
         time.sleep(delay)

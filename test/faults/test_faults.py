@@ -86,15 +86,22 @@ def test_gcs_connection_reset_in_the_middle_of_an_upload(
 
 def test_gcs_object_deleted_underneath(fresh_rig: Rig, clean_history: History) -> None:
     """node-pools.json (a snapshot) is deleted while megamon runs. The log is untouched;
-    megamon writes the file again at its next snapshot (here: shutdown) from the history it
-    holds, with a warning.
+    megamon writes the file again at its next snapshot from the history it holds, with a
+    warning. Snapshots every 3 s, so that there is one to delete at 6.5 s.
     """
+    snapshot = fresh_rig.storage.bucket(fresh_rig.bucket).blob(f"{PATH}/node-pools.json")
+    deleted: list[bool] = []
 
     def delete(r: Rig) -> None:
-        r.storage.bucket(r.bucket).blob(f"{PATH}/node-pools.json").delete()
+        r.processes[-1].wait_for(snapshot.exists, "a first snapshot", 30)
+        snapshot.delete()
+        deleted.append(True)
 
     faults = [(6.5, "delete node-pools.json", delete)]
-    assert_same_history(clean_history, run_scenario(fresh_rig, faults), TOLERANCE_S)
+    history = run_scenario(fresh_rig, faults, SnapshotIntervalSeconds=3)
+    assert deleted, "the fault was not applied"
+    assert_same_history(clean_history, history, TOLERANCE_S)
+    assert snapshot.exists(), "written again from the history megamon holds"
 
 
 def test_gcs_corrupt_object_is_quarantined_never_overwritten_and_nothing_is_lost(
