@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_UP, EventRecord, reason_of
-from megamon.domain.interruptions import NODEPOOL, UNKNOWN
+from megamon.domain.interruptions import NODEPOOL
 from megamon.domain.kinds import Kind
 from megamon.domain.timestamps import NANOS_PER_SECOND
 from megamon.summary.availability import ResourceAvailability
+from megamon.summary.distributions import open_interruption
 
 CHIPS_ATTR = "tpuChipCount"
 
@@ -24,20 +24,6 @@ CHIPS_ATTR = "tpuChipCount"
 def chips_of(figures: ResourceAvailability) -> int:
     value = figures.resource.attrs.get(CHIPS_ATTR)
     return value if type(value) is int and value > 0 else 0
-
-
-def ongoing(record: EventRecord) -> tuple[int, str] | None:
-    """(start, reason) of the interruption the record is in at its end; ``None`` when up,
-    never up, or down as expected."""
-    ts, flags = record.timestamps, record.flags
-    if not ts or flags[-1] & FLAG_UP:
-        return None
-    start = len(flags) - 1
-    while start > 0 and not flags[start - 1] & FLAG_UP:
-        start -= 1
-    if start == 0 or flags[start] & FLAG_EXPECTED_DOWN:
-        return None
-    return ts[start], reason_of(flags[start]) or UNKNOWN
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,11 +86,11 @@ def down_now(resources: Sequence[ResourceAvailability]) -> list[DownNow]:
         for f in resources
         if f.resource.kind == Kind.NODEPOOL
         and f.resource.live
-        and (found := ongoing(f.resource.record)) is not None
+        and (found := open_interruption(f.resource.record)) is not None
     }
     result = []
     for figures in resources:
-        found = ongoing(figures.resource.record) if figures.resource.live else None
+        found = open_interruption(figures.resource.record) if figures.resource.live else None
         if found is None:
             continue
         since, reason = found
