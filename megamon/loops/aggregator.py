@@ -111,9 +111,9 @@ class Aggregator:
         self._monotonic = monotonic
         self._persist_failing_since: float | None = None
         self._led = False
+        """Whether this process led at its last loop iteration (to hand over when it stops)."""
         self._required = frozenset(kind for kind in self._kinds if kind.builtin)
         """What the first report waits for: a described kind's resource may not be served."""
-        """Whether this process led at its last loop iteration (to hand over when it stops)."""
         self._pools: list[NodePoolView] | None = None
         self._observed_at: dict[str, int] = {}
         self._report: Report | None = None
@@ -283,13 +283,8 @@ class Aggregator:
             memo=self._memo,
         )
         tally = self._distributions
-        chips = tuple(
-            (kind, shape, reason, seconds)
-            for (kind, shape, reason), seconds in sorted(
-                tally.chips_down(now).items(), key=lambda item: (item[0][0], str(item[0][1:]))
-            )
-        )
-        report = report.model_copy(update={"distributions": tally.frozen(), "chips_down": chips})
+        update = {"distributions": tally.frozen(), "chips_down": tally.chips_down_rows(now)}
+        report = report.model_copy(update=update)
         self._report = report
         self._export(report)
         self._instruments.aggregation_duration.observe(time.perf_counter() - start)

@@ -175,6 +175,13 @@ class DistributionTally:
                     total[key] = total.get(key, 0.0) + _seconds(now - start) * counted.chips
         return total
 
+    def chips_down_rows(self, now: int) -> tuple[tuple[str, Shape, str, float], ...]:
+        """``chips_down`` as the report holds it: (kind, shape, reason, chip-seconds) rows in
+        a stable order."""
+        found = self.chips_down(now).items()
+        ordered = sorted(found, key=lambda item: (item[0][0], str(item[0][1:])))
+        return tuple((kind, shape, reason, seconds) for (kind, shape, reason), seconds in ordered)
+
     def update(
         self, kind: str, records: Mapping[str, EventRecord], attrs: Mapping[str, Attrs]
     ) -> None:
