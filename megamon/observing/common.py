@@ -17,6 +17,7 @@ from megamon.domain.rejections import (
 )
 from megamon.domain.rules.readiness import DEFAULT_UNKNOWN_GRACE_NS
 from megamon.errors import ObservationError
+from megamon.observing.deletions import PoolLedger
 
 __all__ = [
     "REASON_INVALID",
@@ -121,3 +122,6 @@ class Memos:
     """
 
     nodepools: Reuse[str, Observation] = field(default_factory=Reuse)
+    pool_ledger: PoolLedger = field(default_factory=PoolLedger)
+    """What the node pool observer concluded last cycle: the pools whose down waits for GKE
+    (``megamon.observing.deletions``). Not a cache: the next cycle's decision depends on it."""
