@@ -113,7 +113,7 @@ def _scrape(url: str) -> str | None:
         return None
 
 
-def _archived(history: Path) -> dict[str, dict[str, Row]]:
+def archived_rows(history: Path) -> dict[str, dict[str, Row]]:
     """Kind → name → row of every resource retired from the live history (deleted)."""
     store = LocalEventStore(history)
     found: dict[str, dict[str, Row]] = {}
@@ -167,7 +167,7 @@ def _show(table: Table, screen: Screen, started: float, tty: bool) -> None:
         f"Ctrl-C stops\n{time_scale(elapsed, screen)}"
     )
     if text and "megamon_last_report_timestamp_seconds" in text:
-        body = table.render(text, _latest(screen.history), _archived(screen.history))
+        body = table.render(text, _latest(screen.history), archived_rows(screen.history))
     else:
         body = "(waiting for megamon's first report…)"
     print((CLEAR if tty else "\n") + head + "\n\n" + body, flush=True)
