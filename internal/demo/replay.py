@@ -34,7 +34,7 @@ from internal.demo.table import Table
 from internal.fakegke import FakeGke
 from internal.fakekube import FakeKube
 from internal.fleet.__main__ import megamon_config
-from internal.fleet.demo import demo_scenario
+from internal.fleet.demo import CLUSTER, LOCATION, PROJECT, demo_scenario
 from internal.fleet.fleet import Fleet
 from internal.fleet.scenario import DEFAULT_SPEED, Step, ordered
 from megamon.app import build_info, enabled_kinds, observer_settings, required_kinds
@@ -54,7 +54,6 @@ from megamon.sources.kube.snapshot import ClusterSnapshot
 from megamon.sources.kube.watching import Listing, RawLister, WatchSettings
 from megamon.stores.local import LocalEventStore
 
-PROJECT, LOCATION, CLUSTER = "megamon-demo", "us-east5", "tpu-fleet"
 CLUSTER_REF = f"projects/{PROJECT}/locations/{LOCATION}/clusters/{CLUSTER}"
 SETTLE_TICKS = 3
 """Ticks after the last step: the last changes are seen, recorded and drawn."""
@@ -138,8 +137,8 @@ def _config(gke: FakeGke, history: Path) -> Config:
 def _emulators(workdir: Path) -> Iterator[tuple[FakeGke, FakeKube, Any]]:
     """Both emulators, and a kubernetes client of the Kubernetes one."""
     with FakeGke() as gke, FakeKube() as kube:
-        kubeconfig = kube.write_kubeconfig(workdir / "kubeconfig")
-        api = kube_config.new_client_from_config(config_file=str(kubeconfig))
+        path = str(kube.write_kubeconfig(workdir / "kubeconfig"))
+        api = kube_config.new_client_from_config(config_file=path)  # type: ignore[no-untyped-call]
         try:
             yield gke, kube, api
         finally:
