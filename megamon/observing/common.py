@@ -17,7 +17,7 @@ from megamon.domain.rejections import (
 )
 from megamon.domain.rules.readiness import DEFAULT_UNKNOWN_GRACE_NS
 from megamon.errors import ObservationError
-from megamon.observing.deletions import PoolLedger
+from megamon.observing.deletions import CONFIRM_WITHIN_NS, PoolLedger
 
 __all__ = [
     "REASON_INVALID",
@@ -43,6 +43,9 @@ class Settings:
     """``TrackSingleHostNodePools``: False tracks only pools with a placement topology."""
     failed_provisioning: bool = True
     """``RecordFailedProvisioning``: False never marks a node pool failed (no ``f`` event)."""
+    confirm_within_ns: int = CONFIRM_WITHIN_NS
+    """How long the down of a node pool whose nodes vanished may wait for GKE's word
+    (``megamon.observing.deletions.confirm_within_ns`` of the polling interval)."""
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ answers nothing). Then
 - the nodes came back first: the down and the recovery are both recorded (a short
   interruption is an interruption), without waiting for GKE.
 
-A hold lasts at most ``CONFIRM_WITHIN_NS``: if GKE cannot be asked for that long, the down is
+A hold lasts at most ``confirm_within_ns`` (five minutes, or three polling intervals if that
+is longer): if GKE cannot be asked for that long, the down is
 recorded as an interruption from when the nodes went missing; GKE's later word cannot make
 it expected any more. A pool GKE stops listing while megamon watches it ends the same way,
 with an expected-down event before it is retired. All of it is decided here, purely, from
@@ -36,8 +37,15 @@ from megamon.domain.observations import Observation
 from megamon.sources.gke.views import STATUS_DELETED
 
 CONFIRM_WITHIN_NS = 300 * 1_000_000_000
-"""Five minutes: dozens of polls at any sensible ``PollingIntervalSeconds``; past it, GKE is
+"""Five minutes: dozens of polls at any usual ``PollingIntervalSeconds``; past it, GKE is
 unreachable and nodes missing that long are an outage whatever GKE would say."""
+POLLS_TO_CONFIRM = 3
+"""A hold outlives this many polls at least, however long the polling interval."""
+
+
+def confirm_within_ns(polling_interval_s: float) -> int:
+    """How long a hold may last: five minutes, or three polls when they are further apart."""
+    return max(CONFIRM_WITHIN_NS, int(POLLS_TO_CONFIRM * polling_interval_s * 1_000_000_000))
 
 
 @dataclass(frozen=True)
@@ -61,16 +69,23 @@ class PoolLedger:
 
 
 def _held(
-    name: str, observation: Observation, ledger: PoolLedger, polled_ns: int, now: int
+    name: str,
+    observation: Observation,
+    ledger: PoolLedger,
+    *,
+    polled_ns: int,
+    now: int,
+    within_ns: int,
 ) -> Held | None:
-    """The hold of a down pool short of nodes, or None when GKE has answered since."""
+    """The hold of a down pool short of nodes, or None when GKE has answered since (or
+    has not for ``within_ns``)."""
     hold = ledger.held.get(name)
     if hold is None:
         previous = ledger.shown.get(name)
         if previous is None or not previous.up:
             return None  # no up to keep: nothing would be recorded until it comes up anyway
         hold = Held(now, previous, observation.reason, observation.reason_detail)
-    if polled_ns >= hold.since or now - hold.since >= CONFIRM_WITHIN_NS:
+    if polled_ns >= hold.since or now - hold.since >= within_ns:
         return None
     return hold
 
@@ -108,19 +123,23 @@ def confirm(
     polled_ns: int,
     now: int,
     ledger: PoolLedger,
+    within_ns: int = CONFIRM_WITHIN_NS,
 ) -> tuple[dict[str, Observation], PoolLedger]:
     """The observations to record this cycle and the next ledger.
 
     ``observed``: this cycle's observations of listed pools; ``short``: those GKE calls
     neither stopping nor failed with fewer nodes than expected; ``listed``: every pool name
-    of the listing; ``polled_ns``: when that listing was requested.
+    of the listing; ``polled_ns``: when that listing was requested; ``within_ns``: how
+    long a hold may last.
     """
     result: dict[str, Observation] = {}
     held: dict[str, Held] = {}
     for name, observation in observed.items():
         hold = None
         if not observation.up and name in short:
-            hold = _held(name, observation, ledger, polled_ns, now)
+            hold = _held(
+                name, observation, ledger, polled_ns=polled_ns, now=now, within_ns=within_ns
+            )
         if hold is not None:
             held[name] = hold
             result[name] = hold.shown

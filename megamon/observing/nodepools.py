@@ -187,6 +187,7 @@ def observe_nodepools_confirmed(
         polled_ns=polled_ns,
         now=now,
         ledger=ledger,
+        within_ns=settings.confirm_within_ns,
     )
     return observed, ledger
 

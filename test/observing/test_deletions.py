@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from megamon.app import observer_settings
+from megamon.config import Config
 from megamon.domain import interruptions, timestamps
 from megamon.domain.events import EventRecord, UpEvent
 from megamon.observing.common import Settings
@@ -24,6 +26,7 @@ from test.observing.test_observers import node
 
 T0 = timestamps.parse("2026-06-01T00:00:00Z")
 M = 60 * 10**9
+DEFAULT = Settings()
 
 
 def pool(status: str) -> NodePoolView:
@@ -42,11 +45,16 @@ class Megamon:
     ledger: PoolLedger = field(default_factory=PoolLedger)
 
     def cycle(
-        self, minute: float, pools: list[NodePoolView], nodes: list[NodeView], polled: float
+        self,
+        minute: float,
+        pools: list[NodePoolView],
+        nodes: list[NodeView],
+        polled: float,
+        settings: Settings = DEFAULT,
     ) -> None:
         now = T0 + int(minute * M)
         observed, self.ledger = observe_nodepools_confirmed(
-            pools, nodes, now, Settings(), polled_ns=T0 + int(polled * M), ledger=self.ledger
+            pools, nodes, now, settings, polled_ns=T0 + int(polled * M), ledger=self.ledger
         )
         result = reconcile(self.records, observed.observations, now)
         self.records = result.records
@@ -153,3 +161,18 @@ def test_a_pool_never_up_is_not_held() -> None:
     megamon = Megamon()
     megamon.cycle(0, [pool("PROVISIONING")], [], polled=0)
     assert megamon.history().events == (UpEvent(up=False, ts=T0, reason=interruptions.UNKNOWN),)
+
+
+def test_a_hold_outlives_three_polls_however_far_apart() -> None:
+    """Five minutes at the usual polling intervals; three polls when they are further apart,
+    so a slow poll never turns a deletion into an interruption by itself."""
+    assert observer_settings(Config()).confirm_within_ns == CONFIRM_WITHIN_NS
+    slow = observer_settings(Config(PollingIntervalSeconds=600))
+    assert slow.confirm_within_ns == 1800 * 10**9
+    megamon = up_at_zero()
+    nodes_gone = [pool("RUNNING")]
+    for minute in (1, 10, 29):  # no poll since minute 0; 28 minutes held
+        megamon.cycle(minute, nodes_gone, [], polled=0, settings=slow)
+        assert megamon.records["np"].events[-1].up
+    megamon.cycle(30, [pool("STOPPING")], [], polled=30, settings=slow)
+    assert megamon.history().events[-1] == UpEvent(up=False, expected_down=True, ts=T0 + M)
