@@ -22,11 +22,13 @@ from internal.tools.scripted_history import (
     PLANNED,
     UP,
     ScriptedResource,
+    because,
     export_latest_report,
     record,
 )
 from megamon.cli.main import main as megamon
 from megamon.domain import timestamps
+from megamon.domain.interruptions import ERROR, MAINTENANCE, NODE_LOST, NODEPOOL, PREEMPTION
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs
 from megamon.publishing.exporters.archives import LocalReportExporter
@@ -42,6 +44,9 @@ SIZE = (1440, 740)
 DEFAULT_OUT = Path("docs/images/report.png")
 
 
+CHIPS = {"2x2x2": 8, "4x4": 16, "2x4": 8}
+
+
 def _pool(
     name: str,
     accelerator: str,
@@ -49,7 +54,12 @@ def _pool(
     *states: tuple[int, str],
     retired: int | None = None,
 ) -> ScriptedResource:
-    attrs = Attrs(nodepool_name=name, tpu_accelerator=accelerator, tpu_topology=topology)
+    attrs = Attrs(
+        nodepool_name=name,
+        tpu_accelerator=accelerator,
+        tpu_topology=topology,
+        tpu_chip_count=CHIPS[topology],
+    )
     return ScriptedResource(Kind.NODEPOOL, name, attrs, states, retired)
 
 
@@ -63,6 +73,7 @@ def demo_fleet() -> list[ScriptedResource]:
         jobset_uid="6f1c2a7e",
         tpu_accelerator="tpu-v5p-slice",
         tpu_topology="2x2x2",
+        tpu_chip_count=8,
     )
     return [
         _pool(
@@ -71,9 +82,9 @@ def demo_fleet() -> list[ScriptedResource]:
             "2x2x2",
             (t - 3 * D, DOWN),
             (t - 3 * D + 25 * M, UP),
-            (t + 2 * D, DOWN),
+            (t + 2 * D, because(DOWN, MAINTENANCE)),
             (t + 2 * D + 40 * M, UP),
-            (t + 5 * D, FAILED),
+            (t + 5 * D, because(FAILED, ERROR)),
             (t + 5 * D + 2 * H, UP),
         ),
         _pool(
@@ -82,7 +93,7 @@ def demo_fleet() -> list[ScriptedResource]:
             "2x2x2",
             (t + 6 * H, DOWN),
             (t + 6 * H + 18 * M, UP),
-            (t + 4 * D, DOWN),
+            (t + 4 * D, because(DOWN, NODE_LOST)),
             (t + 4 * D + 12 * M, UP),
         ),
         _pool(
@@ -93,7 +104,7 @@ def demo_fleet() -> list[ScriptedResource]:
             (t - D + 9 * M, UP),
             (t + 3 * D, PLANNED),
             (t + 3 * D + 3 * H, UP),
-            (t + 6 * D, DOWN),
+            (t + 6 * D, because(DOWN, MAINTENANCE)),
             (t + 6 * D + H, UP),
         ),
         _pool("v6e-pool-b", "tpu-v6e-slice", "4x4", (t + 4 * D, DOWN), (t + 4 * D + 2 * H, FAILED)),
@@ -104,7 +115,7 @@ def demo_fleet() -> list[ScriptedResource]:
             "2x4",
             (t - 2 * D, DOWN),
             (t - 2 * D + 30 * M, UP),
-            (t + D, DOWN),
+            (t + D, because(DOWN, PREEMPTION)),
             (t + D + 50 * M, UP),
             retired=t + 3 * D,
         ),
@@ -115,9 +126,9 @@ def demo_fleet() -> list[ScriptedResource]:
             (
                 (t + 12 * H, DOWN),
                 (t + 12 * H + 35 * M, UP),
-                (t + 2 * D, DOWN),
+                (t + 2 * D, because(DOWN, NODEPOOL)),
                 (t + 2 * D + 55 * M, UP),
-                (t + 5 * D, DOWN),
+                (t + 5 * D, because(DOWN, NODEPOOL)),
                 (t + 5 * D + 2 * H + 20 * M, UP),
                 (t + 6 * D, PLANNED),
             ),

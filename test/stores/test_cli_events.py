@@ -102,9 +102,7 @@ def test_bad_arguments_exit_2_with_one_line(
     assert err.startswith("megamon events show: ") and message in err and err.count("\n") == 1
 
 
-def test_an_unknown_kind_is_refused(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_an_unknown_kind_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Refused before anything is read, in one line naming the kinds there are."""
     assert main(["events", "show", "pods", "--events-dir", str(tmp_path)]) == 2
     (line,) = capsys.readouterr().err.splitlines()
