@@ -2,16 +2,21 @@
 ``docs/report.md``.
 
     python -m internal.tools.report_screenshot [--out docs/images/report.png] [--keep DIR]
+    (or ``make images``)
 
 The history is a week of a small TPU fleet written through the real ``EventLog`` into a
 ``LocalEventStore`` (so it is exactly what ``megamon run`` would leave), plus the
 ``reports/latest.json`` the gcs exporter would have written to label the live resources.
-Everything is at fixed instants, so the picture only changes when the page does.
+Everything is at fixed instants, so the picture only changes when the page does. Beside the
+picture goes the SHA-256 of the page it shows (``<picture>.sha256``): the page made again from
+the same history has the same digest until the report's template or figures change, and
+``test_docs_images`` fails from then until the picture is taken again.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import tempfile
 from pathlib import Path
 
@@ -40,8 +45,19 @@ M = 60 * timestamps.NANOS_PER_SECOND
 H = 60 * M
 D = 24 * H
 WEEK_AGO = NOW - 7 * D
-SIZE = (1440, 740)
+SIZE = (1280, 900)
+"""A laptop's window: the first screen a reader sees."""
 DEFAULT_OUT = Path("docs/images/report.png")
+DIGEST_SUFFIX = ".sha256"
+
+
+def page_digest(page: Path) -> str:
+    """The SHA-256 of the page a picture shows."""
+    return hashlib.sha256(page.read_bytes()).hexdigest()
+
+
+def digest_path(png: Path) -> Path:
+    return png.with_name(png.name + DIGEST_SUFFIX)
 
 
 CHIPS = {"2x2x2": 8, "4x4": 16, "2x4": 8}
@@ -174,6 +190,7 @@ def main() -> None:
         page = Path(scratch) / "report.html"
         render(directory, page)
         screenshot(page, args.out, *SIZE)
+        digest_path(args.out).write_text(page_digest(page) + "\n")
     print(f"{args.out}: {args.out.stat().st_size} bytes")
 
 
