@@ -60,7 +60,7 @@ ARG PYTHON_IMAGE
 ARG VERSION=""
 ARG COMMIT=unknown
 ARG DATE=unknown
-RUN if [ -n "$VERSION" ] && [ "megamon ${VERSION#v}" != "$(megamon --version)" ]; then \
+RUN if [ -n "$VERSION" ] && [ "megamon ${VERSION#v}" != "$(megamon --version | cut -d' ' -f1,2)" ]; then \
         echo "VERSION=$VERSION but the package says: $(megamon --version)" >&2; exit 1; \
     fi
 

@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test floor unit chaos reliability lint typecheck bench bench-fleet clean
+.PHONY: demo test floor unit chaos reliability lint typecheck bench bench-fleet images clean
 
 # Installs go through uv (from PyPI, into the venv) when it can be had: the same packages from
 # the same index as pip, downloaded in parallel and linked from a shared cache, so a warm
@@ -63,6 +63,10 @@ chaos: $(STAMP)
 reliability: $(STAMP)
 	MEGAMON_RELIABILITY_OUT=.reliability.jsonl $(BIN)/pytest test/faults
 	$(BIN)/python -m internal.tools.reliability .reliability.jsonl > docs/reliability.md
+
+## images: take the pictures of docs/images again, from the real report, in headless Chromium.
+images: $(STAMP)
+	$(BIN)/python -m internal.tools.report_screenshot --out docs/images/report.png
 
 ## lint: ruff, its formatter, and the import contract (pyproject.toml, docs/architecture.md).
 lint: $(STAMP)

@@ -20,6 +20,7 @@ from kubernetes.config.config_exception import ConfigException
 from prometheus_client import CollectorRegistry
 
 from megamon import __version__
+from megamon.build import build_identity
 from megamon.config import UNKNOWN_STAYS_UNKNOWN, Config
 from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError
@@ -57,9 +58,6 @@ log = logging.getLogger("megamon")
 
 LEASE_NAME = "megamon-leader"
 POD_NAMESPACE_ENV = "POD_NAMESPACE"
-BUILD_COMMIT_ENV = "MEGAMON_BUILD_COMMIT"
-BUILD_DATE_ENV = "MEGAMON_BUILD_DATE"
-UNKNOWN = "unknown"
 
 
 def enabled_kinds(config: Config) -> frozenset[Kind]:
@@ -97,12 +95,10 @@ def observer_settings(config: Config) -> Settings:
 
 
 def build_info() -> BuildInfo:
-    """Version from the package; commit and date baked into the image's environment."""
-    return BuildInfo(
-        version=__version__,
-        commit=os.environ.get(BUILD_COMMIT_ENV, UNKNOWN),
-        date=os.environ.get(BUILD_DATE_ENV, UNKNOWN),
-    )
+    """Version from the package; commit and date baked into the image's environment, or
+    the checkout's own (``megamon.build``)."""
+    identity = build_identity()
+    return BuildInfo(version=identity.version, commit=identity.commit, date=identity.date)
 
 
 def kubernetes_client() -> Any:
@@ -204,10 +200,15 @@ def _elector(config: Config, api: Any) -> LeaseElector | None:
 
 
 def _metrics_server(config: Config, registry: CollectorRegistry, api: Any) -> MetricsServer:
-    """Plain HTTP, or with ``SecureMetrics`` HTTPS for bearer tokens the API authorises."""
-    if not config.SecureMetrics:
+    """Plain HTTP, or with ``MetricsTLS`` HTTPS for bearer tokens the API authorises.
+
+    ``SecureMetrics`` is the Go megamon's key: there it configured a controller-runtime
+    metrics server that was never started, and ``/metrics`` on ``MetricsAddr`` stayed plain
+    HTTP. A Go config switched over (where it is true by default) keeps that scrape working.
+    """
+    if not config.MetricsTLS:
         if config.MetricsCertDir:
-            log.warning("MetricsCertDir is ignored: SecureMetrics is false")
+            log.warning("MetricsCertDir is ignored: MetricsTLS is false")
         return MetricsServer(config.MetricsAddr, registry)
     cert_file, key_file = config.metrics_cert_files or (None, None)
     return MetricsServer(
@@ -306,7 +307,7 @@ def start(config: Config) -> Service:
     aggregator.start()
     log.info(
         "megamon %s running: kinds %s, history in %s, metrics on %s",
-        __version__,
+        build_identity().describe(),
         ", ".join(sorted(k.value for k in kinds)),
         aggregator.store_description(),
         metrics.url,

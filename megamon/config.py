@@ -93,9 +93,14 @@ class Config(_Section):
     MetricsAddr: str = ":8080"
     ProbeAddr: str = ":8081"
     EnableLeaderElection: bool = False
-    SecureMetrics: bool = False
+    SecureMetrics: bool = True
+    """The Go megamon's setting (its default, true) for controller-runtime's metrics server,
+    which it never started: it never changed the ``/metrics`` served on ``MetricsAddr``, and
+    it does not here either (docs/migrating.md). ``MetricsTLS`` is megamon's own."""
+    MetricsTLS: bool = False
+    """Serve ``/metrics`` over TLS, to bearer tokens the Kubernetes API authorises only."""
     MetricsCertDir: str = ""
-    """Where the certificate for secure ``/metrics`` lives; empty: a self-signed one."""
+    """Where the certificate for ``MetricsTLS`` lives; empty: a self-signed one."""
     MetricsCertName: str = "tls.crt"
     MetricsKeyName: str = "tls.key"
     EnableHTTP2: bool = False
@@ -169,7 +174,7 @@ class Config(_Section):
 
     @property
     def metrics_cert_files(self) -> tuple[str, str] | None:
-        """The certificate and key for secure ``/metrics``; None: a self-signed certificate."""
+        """The certificate and key for ``MetricsTLS``; None: a self-signed certificate."""
         if not self.MetricsCertDir:
             return None
         directory = Path(self.MetricsCertDir)
@@ -202,19 +207,25 @@ _GO_ONLY_KEYS = frozenset({"optionalcontrollersuffix"})
 """Keys of the Go megamon's config that mean nothing here (controller-runtime names)."""
 
 
-def _unknown_key(key: str, fields: dict[str, str], where: str) -> None:
-    """Warn of a key Go would ignore, or refuse one that looks like a typo of a known key."""
+def _unknown_key(key: str, fields: dict[str, str], where: str, problems: list[str]) -> None:
+    """Warn of a key Go would ignore, or refuse one that looks like a typo of a known key
+    (added to ``problems``)."""
     if not where and _fold(key) in _GO_ONLY_KEYS:
         log.warning("config: key %s is the Go megamon's only; ignored", key)
         return
     close = difflib.get_close_matches(_fold(key), list(fields), n=1, cutoff=_SIMILAR_KEY_CUTOFF)
     if close:
-        raise ConfigError(f"unknown key {where}{key}: did you mean {where}{fields[close[0]]}?")
+        problems.append(f"unknown key {where}{key}: did you mean {where}{fields[close[0]]}?")
+        return
     log.warning("config: unknown key %s%s ignored", where, key)
 
 
 def _canonical_keys(
-    raw: dict[str, Any], model: type[BaseModel], where: str, base: BaseModel | None = None
+    raw: dict[str, Any],
+    model: type[BaseModel],
+    where: str,
+    problems: list[str],
+    base: BaseModel | None = None,
 ) -> dict[str, Any]:
     """``raw`` with keys renamed to the model's field names, matched as Go matches them.
 
@@ -227,7 +238,7 @@ def _canonical_keys(
     for key, value in raw.items():
         name = fields.get(_fold(key))
         if name is None:
-            _unknown_key(key, fields, where)
+            _unknown_key(key, fields, where, problems)
             continue
         if value is None:  # Go leaves the field as it was, even after an earlier spelling
             continue
@@ -238,40 +249,56 @@ def _canonical_keys(
             current = getattr(base, name) if base is not None else None
             start = current.model_dump() if isinstance(current, BaseModel) else {}
             start.update(result.get(name, {}))
-            start.update(_canonical_keys(value, annotation, f"{where}{name}.", current))
+            start.update(_canonical_keys(value, annotation, f"{where}{name}.", problems, current))
             result[name] = start
         else:
             result[name] = value
     return result
 
 
-def _describe(err: ValidationError) -> str:
-    first = err.errors()[0]
-    key = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    reason = first["msg"].removeprefix("Value error, ")
-    if "input" in first and not isinstance(first["input"], dict):
-        reason += f" (got {orjson.dumps(first['input']).decode()[:80]})"
+def _describe(error: Any) -> str:
+    """One line for one of pydantic's errors: the key, the reason, what was given."""
+    key = ".".join(str(part) for part in error["loc"]) or "(top level)"
+    reason = error["msg"].removeprefix("Value error, ")
+    if "input" in error and not isinstance(error["input"], dict):
+        reason += f" (got {orjson.dumps(error['input'], default=str).decode()[:80]})"
     return f"{key}: {reason}"
 
 
-def parse_config(data: bytes, source: str) -> Config:
-    """The configuration in ``data``; ``source`` names the file in error messages."""
+def check_config(data: bytes, source: str) -> tuple[Config | None, list[str]]:
+    """The configuration in ``data`` and every problem found in it, each one line naming
+    ``source`` and the key; the configuration is ``None`` when there is any problem."""
     if not data.strip():
-        raise ConfigError(f"{source}: the configuration file is empty (write {{}} for defaults)")
+        return None, [f"{source}: the configuration file is empty (write {{}} for defaults)"]
     try:
         raw = orjson.loads(data)
     except orjson.JSONDecodeError as err:
-        raise ConfigError(f"{source}: invalid JSON: {err}") from None
+        return None, [f"{source}: invalid JSON: {err}"]
     if raw is None:  # Go decodes a top-level null as "nothing to change"
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: the configuration must be a JSON object")
+        return None, [f"{source}: the configuration must be a JSON object"]
+    problems: list[str] = []
+    canonical = _canonical_keys(raw, Config, "", problems, _DEFAULTS)
+    config: Config | None = None
     try:
-        return Config.model_validate(_canonical_keys(raw, Config, "", _DEFAULTS))
+        config = Config.model_validate(canonical)
     except ConfigError as err:
-        raise ConfigError(f"{source}: {err}") from None
+        problems.append(str(err))
     except ValidationError as err:
-        raise ConfigError(f"{source}: {_describe(err)}") from None
+        problems.extend(_describe(error) for error in err.errors())
+    problems = [f"{source}: {problem}" for problem in problems]
+    return (config if not problems else None), problems
+
+
+def parse_config(data: bytes, source: str) -> Config:
+    """The configuration in ``data``; ``source`` names the file in error messages (the
+    first problem: ``megamon config check`` lists them all)."""
+    config, problems = check_config(data, source)
+    if problems:
+        raise ConfigError(problems[0])
+    assert config is not None
+    return config
 
 
 _DEFAULTS = Config()

@@ -103,3 +103,32 @@ def layout_width(page: Path, width: int, height: int = 900, browser: str | None 
     if int(layout["viewport"]) != width:
         raise BrowserError(f"chromium laid out at {layout['viewport']} px, not {width}")
     return int(layout["widest"])
+
+
+_TOPS = """<script>
+addEventListener("load", () => {
+  const tops = {};
+  for (const e of document.querySelectorAll("[id]")) {
+    tops[e.id] = Math.floor(e.getBoundingClientRect().top + scrollY);
+  }
+  document.documentElement.setAttribute("data-tops", JSON.stringify(tops));
+});
+</script>"""
+
+
+def element_tops(
+    page: Path, width: int, height: int = 900, browser: str | None = None
+) -> dict[str, int]:
+    """Where each element with an ``id`` starts, in CSS pixels from the top of ``page`` laid
+    out in a ``width`` x ``height`` window: what a reader sees without scrolling. Measured on
+    a copy with a script appended, as ``layout_width`` does."""
+    with tempfile.TemporaryDirectory(prefix="megamon-tops-") as work:
+        copy = Path(work) / page.name
+        copy.write_text(page.read_text(encoding="utf-8") + _TOPS, encoding="utf-8")
+        dom = _run(
+            copy, "--dump-dom", f"--window-size={width},{height}", browser=browser
+        ).stdout.decode()
+    found = re.search(r'data-tops="([^"]*)"', dom)
+    if found is None:
+        raise BrowserError("the measuring script did not run")
+    return {key: int(value) for key, value in json.loads(html.unescape(found.group(1))).items()}

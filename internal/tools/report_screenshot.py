@@ -2,16 +2,21 @@
 ``docs/report.md``.
 
     python -m internal.tools.report_screenshot [--out docs/images/report.png] [--keep DIR]
+    (or ``make images``)
 
 The history is a week of a small TPU fleet written through the real ``EventLog`` into a
 ``LocalEventStore`` (so it is exactly what ``megamon run`` would leave), plus the
 ``reports/latest.json`` the gcs exporter would have written to label the live resources.
-Everything is at fixed instants, so the picture only changes when the page does.
+Everything is at fixed instants, so the picture only changes when the page does. Beside the
+picture goes the SHA-256 of the page it shows (``<picture>.sha256``): the page made again from
+the same history has the same digest until the report's template or figures change, and
+``test_docs_images`` fails from then until the picture is taken again.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import tempfile
 from pathlib import Path
 
@@ -22,11 +27,13 @@ from internal.tools.scripted_history import (
     PLANNED,
     UP,
     ScriptedResource,
+    because,
     export_latest_report,
     record,
 )
 from megamon.cli.main import main as megamon
 from megamon.domain import timestamps
+from megamon.domain.interruptions import ERROR, MAINTENANCE, NODE_LOST, NODEPOOL, PREEMPTION
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs
 from megamon.publishing.exporters.archives import LocalReportExporter
@@ -38,8 +45,22 @@ M = 60 * timestamps.NANOS_PER_SECOND
 H = 60 * M
 D = 24 * H
 WEEK_AGO = NOW - 7 * D
-SIZE = (1440, 740)
+SIZE = (1280, 900)
+"""A laptop's window: the first screen a reader sees."""
 DEFAULT_OUT = Path("docs/images/report.png")
+DIGEST_SUFFIX = ".sha256"
+
+
+def page_digest(page: Path) -> str:
+    """The SHA-256 of the page a picture shows."""
+    return hashlib.sha256(page.read_bytes()).hexdigest()
+
+
+def digest_path(png: Path) -> Path:
+    return png.with_name(png.name + DIGEST_SUFFIX)
+
+
+CHIPS = {"2x2x2": 8, "4x4": 16, "2x4": 8}
 
 
 def _pool(
@@ -49,7 +70,12 @@ def _pool(
     *states: tuple[int, str],
     retired: int | None = None,
 ) -> ScriptedResource:
-    attrs = Attrs(nodepool_name=name, tpu_accelerator=accelerator, tpu_topology=topology)
+    attrs = Attrs(
+        nodepool_name=name,
+        tpu_accelerator=accelerator,
+        tpu_topology=topology,
+        tpu_chip_count=CHIPS[topology],
+    )
     return ScriptedResource(Kind.NODEPOOL, name, attrs, states, retired)
 
 
@@ -63,6 +89,7 @@ def demo_fleet() -> list[ScriptedResource]:
         jobset_uid="6f1c2a7e",
         tpu_accelerator="tpu-v5p-slice",
         tpu_topology="2x2x2",
+        tpu_chip_count=8,
     )
     return [
         _pool(
@@ -71,9 +98,9 @@ def demo_fleet() -> list[ScriptedResource]:
             "2x2x2",
             (t - 3 * D, DOWN),
             (t - 3 * D + 25 * M, UP),
-            (t + 2 * D, DOWN),
+            (t + 2 * D, because(DOWN, MAINTENANCE)),
             (t + 2 * D + 40 * M, UP),
-            (t + 5 * D, FAILED),
+            (t + 5 * D, because(FAILED, ERROR)),
             (t + 5 * D + 2 * H, UP),
         ),
         _pool(
@@ -82,7 +109,7 @@ def demo_fleet() -> list[ScriptedResource]:
             "2x2x2",
             (t + 6 * H, DOWN),
             (t + 6 * H + 18 * M, UP),
-            (t + 4 * D, DOWN),
+            (t + 4 * D, because(DOWN, NODE_LOST)),
             (t + 4 * D + 12 * M, UP),
         ),
         _pool(
@@ -93,7 +120,7 @@ def demo_fleet() -> list[ScriptedResource]:
             (t - D + 9 * M, UP),
             (t + 3 * D, PLANNED),
             (t + 3 * D + 3 * H, UP),
-            (t + 6 * D, DOWN),
+            (t + 6 * D, because(DOWN, MAINTENANCE)),
             (t + 6 * D + H, UP),
         ),
         _pool("v6e-pool-b", "tpu-v6e-slice", "4x4", (t + 4 * D, DOWN), (t + 4 * D + 2 * H, FAILED)),
@@ -104,7 +131,7 @@ def demo_fleet() -> list[ScriptedResource]:
             "2x4",
             (t - 2 * D, DOWN),
             (t - 2 * D + 30 * M, UP),
-            (t + D, DOWN),
+            (t + D, because(DOWN, PREEMPTION)),
             (t + D + 50 * M, UP),
             retired=t + 3 * D,
         ),
@@ -115,9 +142,9 @@ def demo_fleet() -> list[ScriptedResource]:
             (
                 (t + 12 * H, DOWN),
                 (t + 12 * H + 35 * M, UP),
-                (t + 2 * D, DOWN),
+                (t + 2 * D, because(DOWN, NODEPOOL)),
                 (t + 2 * D + 55 * M, UP),
-                (t + 5 * D, DOWN),
+                (t + 5 * D, because(DOWN, NODEPOOL)),
                 (t + 5 * D + 2 * H + 20 * M, UP),
                 (t + 6 * D, PLANNED),
             ),
@@ -163,6 +190,7 @@ def main() -> None:
         page = Path(scratch) / "report.html"
         render(directory, page)
         screenshot(page, args.out, *SIZE)
+        digest_path(args.out).write_text(page_digest(page) + "\n")
     print(f"{args.out}: {args.out.stat().st_size} bytes")
 
 

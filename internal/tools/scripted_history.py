@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from megamon.domain.interruptions import NO_CAUSE, Cause
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
 from megamon.domain.reports import KindReport, Report
@@ -18,7 +19,14 @@ from megamon.stores.base import EventStore
 from megamon.summary.summarizing import summarize_all
 
 UP, DOWN, FAILED, PLANNED = "up", "down", "failed", "planned"
-"""Scripted states; ``planned`` is an expected-down observation (a planned stop)."""
+"""Scripted states; ``planned`` is an expected-down observation (a planned stop). A down or
+failed state may name its reason: ``"down:maintenance"`` (``because``)."""
+
+
+def because(state: str, reason: str) -> str:
+    """``state`` observed with ``reason`` (``interruptions.REASONS``)."""
+    return f"{state}:{reason}"
+
 
 Batch = dict[Kind, dict[str, Observation]]
 
@@ -40,13 +48,14 @@ class ScriptedResource:
         return self.states[0][0] <= t and (self.retired is None or t < self.retired)
 
     def observation(self, t: int) -> Observation:
-        state = self.state_at(t)
+        state, _, reason = self.state_at(t).partition(":")
         return Observation.build(
             expected=4,
             ready=4 if state == UP else 0,
             expected_down=state == PLANNED,
             failed=state == FAILED,
             attrs=self.attrs,
+            cause=Cause(reason) if reason else NO_CAUSE,
         )
 
 

@@ -11,10 +11,10 @@ from typing import Any
 import orjson
 
 from megamon.cli.history import (
-    KINDS_HELP,
     add_history_options,
     described_kinds,
     history_store,
+    kinds_help,
     parse_kind,
     resolve_kind,
 )
@@ -27,26 +27,54 @@ from megamon.recording.loading import load_kind
 
 def register(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
-        "events", help="print the stored event history as JSON"
+        "events",
+        help="print the stored event history as JSON",
+        description="Read the history megamon keeps (snapshot + log, archives) as JSON, for "
+        "an operator after an incident, or write its snapshots now.",
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    show = actions.add_parser("show", help="the live records of one kind")
-    show.add_argument("kind", metavar="KIND", type=parse_kind, help=f"one of: {KINDS_HELP}")
+    show = actions.add_parser(
+        "show",
+        help="the live records of one kind",
+        description="Print the live records of KIND (its snapshot and the log after it), in "
+        "the Go megamon's event-file format: key → events.",
+        epilog="examples:\n"
+        "  megamon events show nodepool --events-dir .demo/megamon-data\n"
+        "  megamon events show jobset --bucket B --path megamon/clusters/c1\n"
+        "  megamon events show trainjob --config-path config.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    show.add_argument("kind", metavar="KIND", type=parse_kind, help=kinds_help())
     add_history_options(show)
     show.set_defaults(run=run_show)
 
     compact = actions.add_parser(
         "compact",
         help="fold the log into the Go-format event files now (refused while megamon runs)",
+        description="Take the writer lease, fold every kind's log into its Go-format event "
+        "file (the snapshot) and release the lease. Refused while a megamon writes the "
+        "history. Run it before a Go megamon reads a history after megamon crashed.",
+        epilog="examples:\n"
+        "  megamon events compact --events-dir ./megamon-data\n"
+        "  megamon events compact --bucket B --path megamon/clusters/c1",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_history_options(compact)
     compact.set_defaults(run=run_compact)
 
     archive = actions.add_parser(
-        "archive", help="the keys retired from a kind, or every retirement of one key"
+        "archive",
+        help="the keys retired from a kind, or every retirement of one key",
+        description="Without KEY: the keys of KIND that were retired (deleted, or no longer "
+        "observed). With KEY: every retired lifetime of that key, with its events and last "
+        "attributes.",
+        epilog="examples:\n"
+        "  megamon events archive nodepool --events-dir .demo/megamon-data\n"
+        "  megamon events archive nodepool v6e-64-eval --events-dir .demo/megamon-data",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    archive.add_argument("kind", metavar="KIND", type=parse_kind, help=f"one of: {KINDS_HELP}")
+    archive.add_argument("kind", metavar="KIND", type=parse_kind, help=kinds_help())
     archive.add_argument(
         "key", metavar="KEY", nargs="?", help="a retired key (default: list the retired keys)"
     )

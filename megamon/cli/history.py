@@ -22,7 +22,27 @@ from megamon.stores.base import EventStore
 from megamon.stores.factory import Overrides, history_location, store_at
 from megamon.stores.local import LocalEventStore
 
-KINDS_HELP = ", ".join(k.value for k in Kind)
+BUILTIN_NOUNS = tuple(k.value for k in Kind)
+
+
+def _shipped_nouns() -> list[str]:
+    return list(dict.fromkeys(shipped(name).Noun for name in shipped_names()))
+
+
+def kinds_help() -> str:
+    """What a KIND argument may be, for every command's help: the one list of kinds."""
+    described = [n for n in _shipped_nouns() if n not in BUILTIN_NOUNS]
+    return (
+        f"a built-in kind ({', '.join(BUILTIN_NOUNS)}) or the noun of a kind the "
+        f"configuration's WorkloadKinds declares (shipped: {', '.join(described)})"
+    )
+
+
+def known_kinds(config: Config) -> list[str]:
+    """The kinds a history command can read with ``config``: the built-in ones, then those its
+    ``WorkloadKinds`` declares (shipped or written out), each once."""
+    declared = [description.Noun for description in config.WorkloadKinds]
+    return list(dict.fromkeys([*BUILTIN_NOUNS, *declared]))
 
 
 def add_history_options(parser: argparse.ArgumentParser) -> None:
@@ -36,18 +56,24 @@ def add_history_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--events-dir", metavar="DIR", help="read history from this directory")
     parser.add_argument("--bucket", metavar="B", help="read history from this GCS bucket")
     parser.add_argument(
-        "--path", metavar="P", help="the history's path in --bucket (default: EventsBucketPath)"
+        "--path",
+        metavar="P",
+        help="with --bucket: the history's object prefix in the bucket, e.g. "
+        "megamon/clusters/CLUSTER (default: the configuration's EventsBucketPath, else "
+        "megamon/clusters/<GKE.ClusterName>)",
     )
 
 
 def parse_kind(text: str) -> Kind:
-    """A built-in kind, or the noun of a shipped description (``trainjob``); which files a
-    described one has comes from the configuration (``resolve_kind``)."""
-    nouns = [k.value for k in Kind] + [shipped(name).Noun for name in shipped_names()]
-    if text not in nouns:
-        known = ", ".join(dict.fromkeys(nouns))
-        raise argparse.ArgumentTypeError(f"unknown kind {text!r} (known: {known})")
-    return Kind(text)
+    """A kind's noun; whether the history has such a kind is decided with the configuration
+    (``resolve_kind``), which may declare kinds of its own."""
+    try:
+        return Kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a kind's noun (lowercase letters, digits and single "
+            f"underscores); known without a configuration: {', '.join(BUILTIN_NOUNS)}"
+        ) from None
 
 
 def described_kinds(args: argparse.Namespace) -> list[Kind]:
@@ -63,9 +89,11 @@ def resolve_kind(kind: Kind, args: argparse.Namespace) -> Kind:
     for described in described_kinds(args):
         if described == kind:
             return described
+    known = ", ".join(known_kinds(history_config(args)))
+    hint = "" if args.config_path else "; a described kind needs --config-path"
     raise ConfigError(
-        f"kind {kind.value!r} is neither built in nor described in the configuration's "
-        "WorkloadKinds (docs/kinds.md)"
+        f"unknown kind {kind.value!r}: neither built in nor declared in the configuration's "
+        f"WorkloadKinds (known: {known}{hint}; docs/kinds.md)"
     )
 
 
@@ -94,7 +122,7 @@ def history_store(args: argparse.Namespace, *, writable: bool = False) -> EventS
     store, reason = _named_store(args, writable)
     command = " ".join(filter(None, ("megamon", args.command, getattr(args, "action", None))))
     print(f"{command}: reading history from {where(store)} ({reason})", file=sys.stderr)
-    warning = emptiness(store)
+    warning = emptiness(store, _empty_hint(args))
     if warning is not None:
         print(f"{command}: warning: {warning}", file=sys.stderr)
     return store
@@ -124,8 +152,24 @@ def where(store: EventStore) -> str:
     return store.describe()
 
 
-def emptiness(store: EventStore) -> str | None:
-    """A warning when ``store`` has no live event file and no archive of any kind."""
+_NO_SOURCE_HINT = "give --events-dir DIR, --bucket B --path P or --config-path PATH"
+
+
+def _empty_hint(args: argparse.Namespace) -> str:
+    """What to give instead, when the source the options name holds nothing."""
+    if args.bucket and not args.path:
+        return (
+            "give --path P, the history's prefix in the bucket, e.g. megamon/clusters/CLUSTER "
+            "(EventsBucketPath of the cluster's configuration)"
+        )
+    if args.bucket or args.events_dir:
+        return "check the location, or give --config-path PATH of the megamon that writes it"
+    return _NO_SOURCE_HINT
+
+
+def emptiness(store: EventStore, hint: str = _NO_SOURCE_HINT) -> str | None:
+    """A warning when ``store`` has no live event file and no archive of any kind; ``hint``
+    says what to give instead."""
     if isinstance(store, LocalEventStore):
         directory = Path(store.describe())
         if not directory.is_dir():
@@ -138,10 +182,7 @@ def emptiness(store: EventStore) -> str | None:
         return None  # a history written since its last snapshot lives in its log
     if any(store.archived_keys(kind) for kind in Kind):
         return None
-    return (
-        f"{where(store)} holds no event files: nothing has been recorded there "
-        "(give --events-dir DIR, --bucket B or --config-path PATH)"
-    )
+    return f"{where(store)} holds no event files: nothing has been recorded there ({hint})"
 
 
 def history_overrides(args: argparse.Namespace) -> Overrides:

@@ -8,8 +8,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from megamon import __version__
-from megamon.cli import events, report, run, summarize
+from megamon.build import build_identity
+from megamon.cli import config_check, events, report, run, summarize
 from megamon.errors import MegamonError
 
 EXIT_USAGE = 2
@@ -22,12 +22,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="Up/down history, provisioning, MTTR and MTBI of GKE TPU node pools "
         "and training workloads.",
     )
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"{PROG} {build_identity().describe()}"
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     run.register(commands)
     summarize.register(commands)
     events.register(commands)
     report.register(commands)
+    config_check.register(commands)
     return parser
 
 

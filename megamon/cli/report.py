@@ -22,12 +22,12 @@ import orjson
 
 from megamon.cli import fleet_render, report_format, report_html
 from megamon.cli.history import (
-    KINDS_HELP,
     add_history_options,
     described_kinds,
     history_config,
     history_overrides,
     history_store,
+    kinds_help,
     parse_kind,
     parse_now,
     resolve_kind,
@@ -83,6 +83,12 @@ def register(commands: Any) -> None:
         "interruptions, recoveries, MTTR, MTBI, provisioning. Live and archived history. "
         "Several --events-dir, or --clusters PATTERN, report a fleet: one row per resource "
         "with its cluster, and fleet rows per kind, accelerator and topology.",
+        epilog="examples:\n"
+        "  megamon report --config-path /etc/megamon/config.json --since 7d\n"
+        "  megamon report --events-dir .demo/megamon-data --format html -o report.html\n"
+        "  megamon report --bucket B --path megamon/clusters/c1 --kind nodepool --format json\n"
+        "  megamon report --bucket B --clusters 'megamon/clusters/*' --since 30d",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         conflict_handler="resolve",
     )
     add_history_options(parser)
@@ -92,7 +98,7 @@ def register(commands: Any) -> None:
         metavar="KIND",
         type=parse_kind,
         action="append",
-        help=f"only this kind, one of: {KINDS_HELP} (repeatable; default: every kind)",
+        help=f"only this kind: {kinds_help()} (repeatable; default: every kind)",
     )
     parser.add_argument(
         "--since",

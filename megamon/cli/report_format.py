@@ -27,6 +27,14 @@ from megamon.summary.availability import (
     Window,
 )
 from megamon.summary.chips import ChipFigures, DownNow, chip_figures, down_now
+from megamon.summary.losses import (
+    Interruption,
+    KindLosses,
+    Worst,
+    interruptions,
+    kind_losses,
+    worst_resources,
+)
 
 T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
@@ -236,13 +244,72 @@ def text_table(columns: Sequence[Column[T]], rows: Sequence[T]) -> list[str]:
     return lines
 
 
+def chip_hours(chip_seconds: float) -> str:
+    return f"{chip_seconds / 3600:.1f}"
+
+
+def reason_counts_text(counts: Mapping[str, float], unit: Callable[[float], str] = str) -> str:
+    """``maintenance 2, node-lost 1``, largest first; ``-`` when there is none."""
+    return ", ".join(f"{reason} {unit(value)}" for reason, value in counts.items()) or NONE_TEXT
+
+
+LOSS_COLUMNS: tuple[Column[KindLosses], ...] = (
+    Column("KIND", lambda k: k.kind.value),
+    Column("CHIPS", lambda k: str(k.chips), right=True),
+    Column("CHIP-AVAIL", lambda k: percent_text(k.availability), right=True),
+    Column("CHIP-HOURS-DOWN", lambda k: chip_hours(k.down_chip_seconds), right=True),
+    Column("FAILED-PROV-CHIP-HOURS", lambda k: chip_hours(k.failed_provisioning_chip_seconds),
+           right=True),
+    Column("CHIP-HOURS-DOWN BY REASON",
+           lambda k: reason_counts_text(k.down_chip_seconds_by_reason, chip_hours)),
+    Column("INTERRUPTIONS BY REASON", lambda k: reason_counts_text(k.interruptions_by_reason)),
+)  # fmt: skip
+"""The first lines of a report: what each kind lost over the window, and why."""
+
+WORST_COLUMNS: tuple[Column[Worst], ...] = (
+    Column("KIND", lambda w: w.figures.resource.kind.value),
+    Column("RESOURCE", lambda w: w.figures.resource.name),
+    Column("LOST", lambda w: chip_hours(w.lost_chip_seconds), right=True),
+    Column("AVAIL", lambda w: percent_text(w.figures.availability), right=True),
+    Column("DOWN", lambda w: duration_text(w.figures.times.down), right=True),
+    Column(
+        "REASONS",
+        lambda w: reason_counts_text(w.down_time_by_reason, lambda v: duration_text(int(v))),
+    ),
+    Column("PROVISIONING", lambda w: provisioning_text(w.figures)),
+)
+"""The resources that lost the most, most first; LOST is in chip-hours (down, or stuck
+provisioning), in hours for a resource without chips."""
+
+
+def _reasons_column(window: Window) -> Column[ResourceAvailability]:
+    """Each interruption's reason, counted per reason (those that began in the window)."""
+
+    def cell(figures: ResourceAvailability) -> str:
+        counts: dict[str, float] = {}
+        for found in interruptions(figures, window):
+            if found.counted:
+                counts[found.reason] = counts.get(found.reason, 0) + 1
+        return reason_counts_text({k: int(v) for k, v in counts.items()})
+
+    return Column("REASONS", cell)
+
+
 def render_table(report: AvailabilityReport) -> str:
-    """The report for a terminal: the window, the definition, resources, aggregates."""
+    """The report for a terminal: the window, the definition, what was lost and why, the
+    worst resources, every resource, aggregates."""
     lines = [f"megamon report: {window_text(report)}", AVAILABILITY_DEFINITION, ""]
     if not report.resources:
         lines.append("no resources in the window")
         return "\n".join(lines) + "\n"
-    lines += text_table(RESOURCE_COLUMNS, report.resources)
+    lines += ["Lost in the window, by kind:"]
+    lines += text_table(LOSS_COLUMNS, kind_losses(report))
+    worst = worst_resources(report)
+    if worst:
+        lines += ["", "Worst first:"]
+        lines += text_table(WORST_COLUMNS, worst)
+    lines += [""]
+    lines += text_table((*RESOURCE_COLUMNS, _reasons_column(report.window)), report.resources)
     lines += ["", "By kind, accelerator and topology:"]
     lines += text_table(AGGREGATE_COLUMNS, report.aggregates)
     chips = chip_figures(report.resources)
@@ -286,8 +353,23 @@ def times_dict(figures: Figures) -> dict[str, Any]:
     }
 
 
-def resource_dict(figures: ResourceAvailability) -> dict[str, Any]:
+def interruption_dict(found: Interruption) -> dict[str, Any]:
+    return {
+        "start": _time(found.start),
+        "end": _time(found.end),
+        "reason": found.reason,
+        "detail": found.detail,
+        "downTime": found.down_time,
+        "inWindow": found.counted,
+    }
+
+
+def resource_dict(figures: ResourceAvailability, window: Window | None = None) -> dict[str, Any]:
+    """A resource's figures; with the report's ``window``, its interruptions too."""
     r = figures.resource
+    extra: dict[str, Any] = {}
+    if window is not None:
+        extra["interruptions"] = [interruption_dict(i) for i in interruptions(figures, window)]
     return {
         "kind": r.kind.value,
         "key": r.key,
@@ -303,6 +385,7 @@ def resource_dict(figures: ResourceAvailability) -> dict[str, Any]:
         **times_dict(figures),
         "provisioningDuration": figures.provisioning_duration,
         "provisioningState": figures.provisioning_state.value,
+        **extra,
     }
 
 
@@ -343,10 +426,36 @@ def report_dict(report: AvailabilityReport) -> dict[str, Any]:
     return {
         "window": window_dict(report),
         "availabilityDefinition": AVAILABILITY_DEFINITION,
-        "resources": [resource_dict(f) for f in report.resources],
+        "losses": [losses_dict(k) for k in kind_losses(report)],
+        "worst": [worst_dict(w) for w in worst_resources(report)],
+        "resources": [resource_dict(f, report.window) for f in report.resources],
         "aggregates": [aggregate_dict(a) for a in report.aggregates],
         "chips": [chip_dict(c) for c in chip_figures(report.resources)],
         "downNow": [down_dict(d, report.window.now) for d in down_now(report.resources)],
+    }
+
+
+def losses_dict(losses: KindLosses) -> dict[str, Any]:
+    return {
+        "kind": losses.kind.value,
+        "chips": losses.chips,
+        "chipAvailabilityPercent": losses.availability,
+        "upChipSeconds": losses.up_chip_seconds,
+        "downChipSeconds": losses.down_chip_seconds,
+        "downChipSecondsByReason": dict(losses.down_chip_seconds_by_reason),
+        "failedProvisioningChipSeconds": losses.failed_provisioning_chip_seconds,
+        "interruptionsByReason": dict(losses.interruptions_by_reason),
+    }
+
+
+def worst_dict(worst: Worst) -> dict[str, Any]:
+    r = worst.figures.resource
+    return {
+        "kind": r.kind.value,
+        "key": r.key,
+        "name": r.name,
+        "lostChipSeconds": worst.lost_chip_seconds,
+        "downTimeByReason": dict(worst.down_time_by_reason),
     }
 
 

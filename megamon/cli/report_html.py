@@ -32,11 +32,14 @@ from megamon.cli.report_format import (
     AGGREGATE_COLUMNS,
     AVAILABILITY_DEFINITION,
     CHIP_COLUMNS,
+    NONE_TEXT,
     Column,
+    chip_hours,
     down_now_line,
     duration_text,
     percent_text,
     provisioning_text,
+    reason_counts_text,
     state_text,
 )
 from megamon.domain import timestamps
@@ -47,6 +50,18 @@ from megamon.summary.availability import (
     ResourceAvailability,
 )
 from megamon.summary.chips import chip_figures, down_now
+from megamon.summary.losses import (
+    Distribution,
+    Interruption,
+    Worst,
+    accelerator_rollup,
+    distribution,
+    interruptions,
+    kind_losses,
+    provisioning_times,
+    recovery_times,
+    worst_resources,
+)
 
 TIMELINE_UNITS = 500
 """Width of a timeline in SVG user units: its drawing resolution."""
@@ -131,6 +146,16 @@ td.timeline, th.timeline { padding: 0 8px; width: 100%; min-width: ${min_timelin
 .swatch { display: inline-block; width: 12px; height: 12px; vertical-align: -1px;
           margin-right: 4px; border-radius: 2px; }
 svg { display: block; }
+td.big { font-size: 18px; font-weight: 600; }
+table#headline td, table#headline th { white-space: normal; vertical-align: top; }
+svg.lossbar { margin-top: 3px; }
+#distributions { display: flex; gap: 32px; flex-wrap: wrap; }
+figure.dist { margin: 8px 0; }
+figure.dist figcaption { font-size: 13px; font-weight: 600; }
+svg.dist text { font-size: 10px; fill: #495057; }
+details > summary { cursor: pointer; }
+details > summary h2 { display: inline; }
+@media print { details { display: block; } }
 @media (max-width: ${narrow}px) { .axis span.minor { display: none; } }
 """).substitute(min_timeline=MIN_TIMELINE_PX, axis_height=AXIS_HEIGHT, narrow=NARROW_WINDOW_PX)
 
@@ -193,19 +218,36 @@ def window_line(report: AvailabilityReport) -> str:
     return f"window {start} .. {end}, {length}{since}"
 
 
-def _band_title(band: Band) -> str:
+def _cause_of(band: Band, found: Sequence[Interruption]) -> str:
+    """``: maintenance (detail)`` for a down band inside an interruption, else ``""``."""
+    if band.state not in (BandState.DOWN, BandState.FAILED):
+        return ""
+    for interruption in found:
+        if interruption.start <= band.start and (
+            interruption.end is None or band.start < interruption.end
+        ):
+            detail = f" ({interruption.detail})" if interruption.detail else ""
+            return f", {interruption.reason}{detail}"
+    return ""
+
+
+def _band_title(band: Band, found: Sequence[Interruption] = ()) -> str:
     start, end = seconds_text(band.start), seconds_text(band.end)
-    return f"{band.state.value} {duration_text(band.end - band.start)}: {start} .. {end}"
+    length = duration_text(band.end - band.start)
+    return f"{band.state.value} {length}{_cause_of(band, found)}: {start} .. {end}"
 
 
-def _exact_rects(bands: Sequence[Band], scale: Scale, titled: bool) -> Iterator[str]:
-    """One rectangle per band, widened to stay visible when shorter than a unit."""
+def _exact_rects(
+    bands: Sequence[Band], scale: Scale, titled: bool, found: Sequence[Interruption] = ()
+) -> Iterator[str]:
+    """One rectangle per band, widened to stay visible when shorter than a unit; a down
+    band's tooltip names its interruption's reason."""
     for band in bands:
         x0, x1 = scale.x(band.start), scale.x(band.end)
         if x1 - x0 < MIN_VISIBLE_UNITS:
             x1 = min(scale.width, x0 + MIN_VISIBLE_UNITS)
             x0 = x1 - MIN_VISIBLE_UNITS
-        title = _band_title(band) if titled else None
+        title = _band_title(band, found) if titled else None
         yield _rect(x0, x1, STATE_COLOURS[band.state], title)
 
 
@@ -230,7 +272,9 @@ def _pixel_rects(bands: Sequence[Band], scale: Scale) -> Iterator[str]:
         px = run
 
 
-def _marks(figures: ResourceAvailability, scale: Scale) -> Iterator[str]:
+def _marks(
+    figures: ResourceAvailability, scale: Scale, found: Sequence[Interruption] = ()
+) -> Iterator[str]:
     """The span in the up colour, and every other band over it: the bands tile the span, so
     only what is not up needs a rectangle of its own — half of them, or fewer."""
     r = figures.resource
@@ -240,11 +284,17 @@ def _marks(figures: ResourceAvailability, scale: Scale) -> Iterator[str]:
     if len(others) > scale.width:
         yield from _pixel_rects(others, scale)
     else:
-        yield from _exact_rects(others, scale, titled=len(others) <= MAX_TITLED_BANDS)
+        yield from _exact_rects(others, scale, len(others) <= MAX_TITLED_BANDS, found)
 
 
-def timeline_svg(figures: ResourceAvailability, scale: Scale, ticks: Sequence[int]) -> str:
-    """The resource's bands over the whole window; grey where it did not exist."""
+def timeline_svg(
+    figures: ResourceAvailability,
+    scale: Scale,
+    ticks: Sequence[int],
+    found: Sequence[Interruption] = (),
+) -> str:
+    """The resource's bands over the whole window; grey where it did not exist; ``found``
+    (its interruptions) names the reason of each down band."""
     grid = "".join(
         f'<line x1="{scale.x(t):.1f}" y1="0" x2="{scale.x(t):.1f}" y2="{BAND_HEIGHT}" '
         f'stroke="#ffffff" stroke-opacity="0.6" vector-effect="non-scaling-stroke"/>'
@@ -257,7 +307,8 @@ def timeline_svg(figures: ResourceAvailability, scale: Scale, ticks: Sequence[in
         f'<svg class="timeline" width="100%" height="{BAND_HEIGHT}" '
         f'viewBox="0 0 {scale.width:.0f} {BAND_HEIGHT}" preserveAspectRatio="none" '
         f'shape-rendering="crispEdges" role="img" aria-label="{_e(label)}">'
-        f"{_rect(0, scale.width, NO_DATA_COLOUR)}{''.join(_marks(figures, scale))}{grid}</svg>"
+        f"{_rect(0, scale.width, NO_DATA_COLOUR)}{''.join(_marks(figures, scale, found))}"
+        f"{grid}</svg>"
     )
 
 
@@ -368,22 +419,25 @@ def aggregate_table(report: AvailabilityReport) -> str:
 
 
 def chip_section(report: AvailabilityReport) -> str:
-    """Chip-weighted figures and the resources down now with their causes ("" when none)."""
-    html = ""
+    """Chip-weighted figures per shape, collapsed ("" when no resource has chips)."""
     chips = chip_figures(report.resources)
-    if chips:
-        head = "".join(_header_cell(c.header, c.right) for c in CHIP_COLUMNS)
-        rows = "".join(
-            "<tr>" + "".join(_cell(c.cell(f), c.right) for c in CHIP_COLUMNS) + "</tr>"
-            for f in chips
-        )
-        html += "<h2>Weighted by TPU chips</h2>"
-        html += f'<table id="chips"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    if not chips:
+        return ""
+    head = "".join(_header_cell(c.header, c.right) for c in CHIP_COLUMNS)
+    rows = "".join(
+        "<tr>" + "".join(_cell(c.cell(f), c.right) for c in CHIP_COLUMNS) + "</tr>" for f in chips
+    )
+    table = f'<table id="chips"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    return _details("Weighted by TPU chips", table, "by-chips")
+
+
+def down_now_section(report: AvailabilityReport) -> str:
+    """The resources down now after an interruption, with their causes ("" when none)."""
     down = down_now(report.resources)
-    if down:
-        items = "".join(f"<li>{_e(down_now_line(d, report.window.now))}</li>" for d in down)
-        html += f'<h2>Down now after an interruption</h2><ul id="down-now">{items}</ul>'
-    return html
+    if not down:
+        return ""
+    items = "".join(f"<li>{_e(down_now_line(d, report.window.now))}</li>" for d in down)
+    return f'<h2>Down now after an interruption</h2><ul id="down-now">{items}</ul>'
 
 
 # (header, right-aligned, cell) of the resource rows, left of the timeline.
@@ -409,7 +463,16 @@ def _resource_label(figures: ResourceAvailability) -> str:
     return f'<td class="name"><div>{_e(r.name)}</div><div class="sub">{_e(shape + key)}</div></td>'
 
 
+def _worst_first(report: AvailabilityReport) -> list[ResourceAvailability]:
+    """The resources that lost the most first (``worst_resources``), then the rest in the
+    report's order."""
+    ranked = [w.figures for w in worst_resources(report, limit=len(report.resources))]
+    chosen = {id(f) for f in ranked}
+    return ranked + [f for f in report.resources if id(f) not in chosen]
+
+
 def resource_table(report: AvailabilityReport) -> str:
+    """Every resource's figures and timeline, worst first."""
     scale = Scale(report.start, report.window.now)
     marks = ticks(report.start, report.window.now)
     head = (
@@ -420,10 +483,178 @@ def resource_table(report: AvailabilityReport) -> str:
     rows = "".join(
         f'<tr class="resource">{_resource_label(f)}'
         + "".join(_cell(c.cell(f), right) for _, right, c in _RESOURCE_CELLS)
-        + f'<td class="timeline">{timeline_svg(f, scale, marks)}</td></tr>'
-        for f in report.resources
+        + f'<td class="timeline">{timeline_svg(f, scale, marks, interruptions(f, report.window))}'
+        "</td></tr>"
+        for f in _worst_first(report)
     )
     return f'<table id="resources"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+REASON_PALETTE = ("#c92a2a", "#e8590c", "#f08c00", "#5f3dc4", "#1971c2", "#0c8599", "#495057")
+"""Colours of the reasons in the loss bars, in the order each kind lists them (largest
+first); the seventh and later share the last."""
+LOSS_BAR_PX = 220
+
+
+def _loss_bar(by_reason: dict[str, float], total: float) -> str:
+    """A bar of a kind's lost chip-hours split by reason (largest first), with its legend."""
+    if total <= 0:
+        return NONE_TEXT
+    x, rects, keys = 0.0, [], []
+    for n, (reason, value) in enumerate(by_reason.items()):
+        colour = REASON_PALETTE[min(n, len(REASON_PALETTE) - 1)]
+        width = LOSS_BAR_PX * value / total
+        title = f"{reason}: {chip_hours(value)} chip-hours"
+        rects.append(_rect(x, x + width, colour, title))
+        keys.append(
+            f'<span><i class="swatch" style="background:{colour}"></i>'
+            f"{_e(reason)} {_e(chip_hours(value))}</span>"
+        )
+        x += width
+    svg = (
+        f'<svg class="lossbar" width="{LOSS_BAR_PX}" height="{BAND_HEIGHT}" role="img" '
+        f'aria-label="chip-hours lost by reason">{"".join(rects)}</svg>'
+    )
+    return f'{svg}<div class="legend sub">{"".join(keys)}</div>'
+
+
+def headline_section(report: AvailabilityReport) -> str:
+    """The first screen: per kind, the chip availability of the window, the chip-hours lost
+    and why, what failed or stuck provisioning cost, the interruptions by reason."""
+    rows = []
+    for k in kind_losses(report):
+        if not k.chips and not k.interruptions_by_reason:
+            continue
+        lost = k.down_chip_seconds
+        rows.append(
+            f"<tr><th>{_e(k.kind.value)}</th>"
+            f'<td class="num big">{_e(percent_text(k.availability))}</td>'
+            f'<td class="num">{k.chips}</td>'
+            f'<td class="num big">{_e(chip_hours(lost))}</td>'
+            f"<td>{_loss_bar(dict(k.down_chip_seconds_by_reason), lost)}</td>"
+            f'<td class="num">{_e(chip_hours(k.failed_provisioning_chip_seconds))}</td>'
+            f"<td>{_e(reason_counts_text(k.interruptions_by_reason))}</td></tr>"
+        )
+    if not rows:
+        return ""
+    head = "".join(
+        f"<th>{_e(h)}</th>"
+        for h in (
+            "kind",
+            "chip availability",
+            "chips",
+            "chip-hours lost",
+            "lost, by reason",
+            "chip-hours in failed or stuck provisioning",
+            "interruptions by reason",
+        )
+    )
+    return (
+        '<h2 id="lost">What the window cost</h2>'
+        f'<table id="headline"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+DIST_WIDTH, DIST_HEIGHT, DIST_LABELS = 300, 70, ("<1m", "<5m", "<15m", "<1h", "<6h", "<1d", "≥1d")
+
+
+def distribution_svg(dist: Distribution, what: str) -> str:
+    """A small bar chart of ``dist`` with the count over each bar and the bucket under it."""
+    top = max(dist.counts) or 1
+    step = DIST_WIDTH / len(dist.counts)
+    bars, labels = [], []
+    for n, count in enumerate(dist.counts):
+        height = (DIST_HEIGHT - 28) * count / top
+        x = n * step + 3
+        y = DIST_HEIGHT - 14 - height
+        bars.append(
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{step - 6:.1f}" height="{height:.1f}" '
+            f'fill="#1971c2"><title>{_e(f"{count} {what} {DIST_LABELS[n]}")}</title></rect>'
+        )
+        cx = n * step + step / 2
+        labels.append(
+            f'<text x="{cx:.1f}" y="{y - 2:.1f}" text-anchor="middle">{count}</text>'
+            f'<text x="{cx:.1f}" y="{DIST_HEIGHT - 2}" text-anchor="middle">'
+            f"{_e(DIST_LABELS[n])}</text>"
+        )
+    return (
+        f'<svg class="dist" width="{DIST_WIDTH}" height="{DIST_HEIGHT}" role="img" '
+        f'aria-label="{_e(what)}: {dist.total}">{"".join(bars)}{"".join(labels)}</svg>'
+    )
+
+
+def distributions_section(report: AvailabilityReport) -> str:
+    """Time to recover and provisioning time, as the window saw them (no chart when none)."""
+    parts = []
+    for title, values, what in (
+        ("Time to recover", recovery_times(report), "recoveries"),
+        ("Provisioning time", provisioning_times(report), "provisionings"),
+    ):
+        if values:
+            dist = distribution(values)
+            parts.append(
+                f'<figure class="dist"><figcaption>{_e(title)} ({dist.total})</figcaption>'
+                f"{distribution_svg(dist, what)}</figure>"
+            )
+    return f'<div id="distributions">{"".join(parts)}</div>' if parts else ""
+
+
+def worst_section(report: AvailabilityReport) -> str:
+    """The resources that lost the most, with why."""
+    worst = worst_resources(report)
+    if not worst:
+        return ""
+    rows = "".join(_worst_row(w) for w in worst)
+    head = "".join(
+        _header_cell(h, right)
+        for h, right in (
+            ("RESOURCE", False),
+            ("LOST CHIP-HOURS", True),
+            ("AVAIL", True),
+            ("DOWN", True),
+            ("WHY", False),
+            ("PROVISIONING", False),
+        )
+    )
+    return (
+        '<h2 id="worst">Worst first</h2>'
+        f'<table id="worst-table"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    )
+
+
+def _worst_row(worst: Worst) -> str:
+    f = worst.figures
+    why = ", ".join(
+        f"{reason} {duration_text(ns)}" for reason, ns in worst.down_time_by_reason.items()
+    )
+    if f.times.provisioning and not f.times.down and not why:
+        why = "provisioning failed or stuck"
+    cells = (
+        _resource_label(f)
+        + _cell(chip_hours(worst.lost_chip_seconds), True)
+        + _cell(percent_text(f.availability), True)
+        + _cell(duration_text(f.times.down), True)
+        + _cell(why or NONE_TEXT, False)
+        + _cell(provisioning_text(f), False)
+    )
+    return f"<tr>{cells}</tr>"
+
+
+def _details(title: str, body: str, ident: str) -> str:
+    """A section a reader opens when needed; it prints open."""
+    return f'<details id="{ident}"><summary><h2>{_e(title)}</h2></summary>{body}</details>'
+
+
+def rollup_table(report: AvailabilityReport) -> str:
+    head = "".join(
+        _header_cell(c.header, c.right) for c in AGGREGATE_COLUMNS if c.header != "TOPOLOGY"
+    )
+    columns = [c for c in AGGREGATE_COLUMNS if c.header != "TOPOLOGY"]
+    rows = "".join(
+        "<tr>" + "".join(_cell(c.cell(a), c.right) for c in columns) + "</tr>"
+        for a in accelerator_rollup(report)
+    )
+    return f'<table id="accelerators"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
 
 def _legend() -> str:
@@ -438,14 +669,19 @@ def _legend() -> str:
 
 
 def render_html(report: AvailabilityReport) -> str:
-    """The whole page."""
+    """The whole page: what the window cost and why, what is down now, the distributions,
+    the worst resources, every timeline (worst first), then the tables, collapsed."""
     if report.resources:
         body = (
-            "<h2>By kind, accelerator and topology</h2>"
-            + aggregate_table(report)
-            + chip_section(report)
-            + "<h2>Resources</h2>"
+            headline_section(report)
+            + down_now_section(report)
+            + distributions_section(report)
+            + worst_section(report)
+            + '<h2 id="timelines">Timelines</h2>'
             + resource_table(report)
+            + _details("By accelerator", rollup_table(report), "by-accelerator")
+            + _details("By kind, accelerator and topology", aggregate_table(report), "by-shape")
+            + chip_section(report)
         )
     else:
         body = "<p>No resources in the window.</p>"

@@ -17,7 +17,17 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 def register(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
-        "run", help="observe the cluster, record history, serve metrics"
+        "run",
+        help="observe the cluster, record history, serve metrics",
+        description="The service: watch the cluster's TPU node pools (GKE) and workloads "
+        "(Kubernetes), record every up/down transition in the history (EventsBucketName or "
+        "EventsLocalDir), and serve the summaries on /metrics (MetricsAddr) with probes on "
+        "ProbeAddr, until SIGTERM or SIGINT. Check a configuration first with "
+        "'megamon config check'.",
+        epilog="examples:\n"
+        "  megamon run --config-path /etc/megamon/config.json\n"
+        "  megamon run --config-path config.json --log-level debug",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--config-path",

@@ -24,6 +24,10 @@ def register(commands: Any) -> None:
         help="summarize an event file (durations in integer nanoseconds)",
         description="Print one JSON object: key → summary, with the Go megamon's keys and "
         "durations in integer nanoseconds.",
+        epilog="examples:\n"
+        "  megamon summarize megamon-data/node-pools.json\n"
+        "  megamon summarize jobsets.json --now 2026-06-01T00:00:00Z",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "file",

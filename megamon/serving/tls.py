@@ -1,6 +1,6 @@
 """The TLS side of secure ``/metrics``: a server certificate from files, or a self-signed one.
 
-With ``SecureMetrics`` the scraper sends a bearer token, which must never cross the network in
+With ``MetricsTLS`` the scraper sends a bearer token, which must never cross the network in
 clear, so ``/metrics`` is served over TLS. As in the Go megamon (controller-runtime's secure
 metrics server), the certificate comes either from files — typically a ``kubernetes.io/tls``
 Secret mounted as ``tls.crt`` and ``tls.key`` — or, when none are given, from a self-signed

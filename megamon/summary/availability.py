@@ -315,7 +315,7 @@ class AvailabilityReport:
     aggregates: tuple[Aggregate, ...]
 
 
-def _monotonic_prefix(timestamps: tuple[int, ...], now: int) -> list[int]:
+def monotonic_prefix(timestamps: tuple[int, ...], now: int) -> list[int]:
     """Running-maximum timestamps of the events up to ``now`` (skewed clocks never go back)."""
     result: list[int] = []
     latest = timestamps[0] if timestamps else 0
@@ -468,7 +468,7 @@ def _split(bands: list[Band], first_up: int) -> TimeSplit:
 
 def resource_availability(resource: Resource, window: Window) -> ResourceAvailability | None:
     """The figures of ``resource`` over ``window``; ``None`` when its lifetime misses it."""
-    ts = _monotonic_prefix(resource.record.timestamps, window.now)
+    ts = monotonic_prefix(resource.record.timestamps, window.now)
     if not ts:
         return None
     end = window.now if resource.retired_at is None else min(resource.retired_at, window.now)
@@ -522,10 +522,10 @@ def aggregate(figures: Iterable[ResourceAvailability]) -> tuple[Aggregate, ...]:
         r = f.resource
         groups.setdefault((r.kind, r.accelerator, r.topology), []).append(f)
     ordered = sorted(groups, key=lambda g: shape_order(*g))
-    return tuple(_aggregate_group(key, groups[key]) for key in ordered)
+    return tuple(aggregate_group(key, groups[key]) for key in ordered)
 
 
-def _aggregate_group(key: tuple[Kind, str, str], members: list[ResourceAvailability]) -> Aggregate:
+def aggregate_group(key: tuple[Kind, str, str], members: list[ResourceAvailability]) -> Aggregate:
     times, incidents = TimeSplit(), Incidents()
     states: dict[ProvisioningState, int] = {}
     provisioned = 0

@@ -104,9 +104,9 @@ def test_the_source_of_a_configuration_file_names_its_key(
     ("argv", "expected"),
     [
         (["run"], ["--log-level {debug,info,warning,error}", "(default: info)"]),
-        (["events", "show"], ["one of: nodepool, jobset, jobset_nodes, slice,"]),
-        (["events", "archive"], ["one of: nodepool, jobset", "list the retired keys"]),
-        (["report"], ["one of: nodepool, jobset", "(default: table)", "EventsLocalDir"]),
+        (["events", "show"], ["a built-in kind (nodepool, jobset, jobset_nodes, slice,"]),
+        (["events", "archive"], ["a built-in kind (nodepool, jobset", "list the retired keys"]),
+        (["report"], ["a built-in kind (nodepool, jobset", "(default: table)", "EventsLocalDir"]),
     ],
 )
 def test_help_lists_choices_and_defaults(

@@ -10,7 +10,6 @@ import orjson
 import pytest
 from freezegun import freeze_time
 
-from megamon import __version__
 from megamon.cli.main import main
 
 FILE = (
@@ -118,11 +117,3 @@ def test_the_installed_command_never_prints_a_traceback(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert done.stderr.strip().startswith("megamon summarize: ")
-
-
-def test_version_comes_from_package_metadata(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as caught:
-        main(["--version"])
-    assert caught.value.code == 0
-    assert capsys.readouterr().out.strip() == f"megamon {__version__}"
-    assert __version__ == "0.1.0"

@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 import yaml
 
-from megamon.app import BUILD_COMMIT_ENV, BUILD_DATE_ENV
+from megamon.build import BUILD_COMMIT_ENV, BUILD_DATE_ENV
 from megamon.config import DEFAULT_CONFIG_PATH, Config
 from megamon.serving.http import parse_addr
 

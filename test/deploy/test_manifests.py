@@ -664,7 +664,7 @@ def _needed(config: Config, namespace: str, features: set[str]) -> set[Grant]:
         needed.add((namespace, *lease, "create", None))
     if not config.DisableNodePoolJobLabelling or "job-labelling" in features:
         needed.add(("cluster", "batch", "jobs", "patch", None))
-    if config.SecureMetrics or "secure-metrics" in features:
+    if config.MetricsTLS or "secure-metrics" in features:
         needed.add(("cluster", "authentication.k8s.io", "tokenreviews", "create", None))
         needed.add(("cluster", "authorization.k8s.io", "subjectaccessreviews", "create", None))
     return needed

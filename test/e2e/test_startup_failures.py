@@ -173,6 +173,6 @@ def test_a_history_directory_that_cannot_be_created(tmp_path: Path, env: dict[st
 
 
 def test_secure_metrics_with_missing_certificate_files(tmp_path: Path, env: dict[str, str]) -> None:
-    config = {"EnableSimulation": True, "SecureMetrics": True, "MetricsCertDir": str(tmp_path)}
+    config = {"EnableSimulation": True, "MetricsTLS": True, "MetricsCertDir": str(tmp_path)}
     status, stderr = run(tmp_path, env, config)
     assert_one_line(status, stderr, "metrics TLS", "tls.crt")

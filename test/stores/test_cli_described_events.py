@@ -58,4 +58,59 @@ def test_a_kind_the_configuration_does_not_describe_is_refused_in_one_line(
     config = str(_config(tmp_path, []))
     assert main(["events", "show", "trainjob", "--config-path", config]) == 2
     err = capsys.readouterr().err
-    assert "kind 'trainjob' is neither built in nor described" in err and err.count("\n") == 1
+    assert "unknown kind 'trainjob': neither built in nor declared" in err
+    assert "known: nodepool, jobset, jobset_nodes, slice, leaderworkerset;" in err
+    assert err.count("\n") == 1
+
+
+def _declared(tmp_path: Path) -> Path:
+    """A configuration declaring a kind of its own (not shipped): ``pytorchjob``."""
+    description = orjson.loads(
+        (Path(__file__).parents[2] / "megamon/domain/shipped_kinds/trainjob.json").read_bytes()
+    )
+    description.update(
+        Noun="pytorchjob",
+        Title="PyTorchJob",
+        ReportKey="pyTorchJobs",
+        Group="kubeflow.org",
+        Version="v1",
+        Resource="pytorchjobs",
+        EventFile="pytorchjobs.json",
+        Labels={"Name": "pytorchjob_name", "Namespace": "pytorchjob_namespace",
+                "UID": "pytorchjob_uid"},
+    )  # fmt: skip
+    config = tmp_path / "config.json"
+    document = {"EventsLocalDir": str(tmp_path / "data"), "WorkloadKinds": [description]}
+    config.write_bytes(orjson.dumps(document))
+    return config
+
+
+def test_a_kind_declared_in_the_configuration_is_read_by_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _declared(tmp_path)
+    (declared,) = parse_config(config.read_bytes(), "c").WorkloadKinds
+    log = EventLog(LocalEventStore(tmp_path / "data"), [declared.kind])
+    attrs = WorkloadAttrs(workload_name="p", workload_namespace="ml", workload_uid="uid-p")
+    log.append({declared.kind: {"uid-p": Observation.build(expected=1, ready=1, attrs=attrs)}}, T)
+    log.close()
+    assert (tmp_path / "data" / "pytorchjobs.json").exists()
+    assert main(["events", "show", "pytorchjob", "--config-path", str(config)]) == 0
+    assert list(orjson.loads(capsys.readouterr().out)) == ["uid-p"]
+    now = "2026-06-02T00:00:00Z"
+    argv = ["report", "--kind", "pytorchjob", "--config-path", str(config), "--format", "json"]
+    assert main([*argv, "--now", now]) == 0
+    (resource,) = orjson.loads(capsys.readouterr().out)["resources"]
+    assert (resource["kind"], resource["name"]) == ("pytorchjob", "ml/p")
+
+
+def test_every_kind_list_comes_from_one_registry(capsys: pytest.CaptureFixture[str]) -> None:
+    """The help of every KIND argument lists the same kinds, the built-in ones among them."""
+    helps = []
+    for argv in (["events", "show", "--help"], ["report", "--help"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        helps.append(" ".join(capsys.readouterr().out.split()))
+    for text in helps:
+        assert "a built-in kind (nodepool, jobset, jobset_nodes, slice, leaderworkerset)" in text
+        assert "shipped: kueue_workload, trainjob" in text

@@ -102,11 +102,16 @@ def test_bad_arguments_exit_2_with_one_line(
     assert err.startswith("megamon events show: ") and message in err and err.count("\n") == 1
 
 
-def test_an_unknown_kind_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unknown_kind_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Refused before anything is read, in one line naming the kinds there are."""
+    assert main(["events", "show", "pods", "--events-dir", str(tmp_path)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("megamon events show: unknown kind 'pods': neither built in")
+    assert "known: nodepool, jobset, jobset_nodes, slice, leaderworkerset" in line
     with pytest.raises(SystemExit) as caught:
-        main(["events", "show", "pods"])
+        main(["events", "show", "Pods!"])
     assert caught.value.code == 2
-    assert "unknown kind 'pods'" in capsys.readouterr().err
+    assert "'Pods!' is not a kind's noun" in capsys.readouterr().err
 
 
 def test_compact_writes_the_go_format_file_and_refuses_while_another_writer_holds_the_lease(

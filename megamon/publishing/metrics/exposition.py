@@ -111,6 +111,28 @@ class _Families:
         return iter(self._families)
 
 
+_CREATED_SUFFIX = "_created"
+_CREATED_TYPES = frozenset({"counter", "histogram", "summary", "gaugehistogram"})
+
+
+def _without_created(family: Metric) -> Metric:
+    """``family`` less its ``<name>_created`` samples.
+
+    ``prometheus_client`` adds one to every counter, histogram and summary series: the time
+    the series was created, which no dashboard or alert of megamon reads, and which a
+    Prometheus server stores as one more series per counter. The OTLP exporter still reads
+    them (its start times) from the registry: only ``/metrics`` leaves them out.
+    """
+    if family.type not in _CREATED_TYPES:
+        return family
+    created = family.name + _CREATED_SUFFIX
+    if not any(sample.name == created for sample in family.samples):
+        return family
+    kept = Metric(family.name, family.documentation, family.type, family.unit)
+    kept.samples = [sample for sample in family.samples if sample.name != created]
+    return kept
+
+
 def _help_text(documentation: str) -> str:
     return documentation.replace("\\", r"\\").replace("\n", r"\n")
 
@@ -138,7 +160,7 @@ def _encode(
             lines.insert(1, f"# TYPE {family.name} gauge\n")
             out.append("".join(lines).encode("utf-8"))
         else:
-            others.append(family)
+            others.append(_without_created(family))
     if others:
         out.append(render_others(others))
     return out

@@ -30,6 +30,7 @@ from megamon.domain.rejections import (
     Rejection,
 )
 from megamon.errors import ObservationError
+from megamon.sources.kube.slim import ItemDecoder
 from megamon.sources.kube.watching import EVENT_DELETED, RawLister, WatchSettings, run_forever
 
 log = logging.getLogger(__name__)
@@ -76,8 +77,11 @@ class WatchCache(Generic[V]):
         on_problem: Callable[[Rejection], None] | None = None,
         kind: str | None = None,
         clock: Callable[[], int] = time.time_ns,
+        decode_item: ItemDecoder | None = None,
     ) -> None:
         self.name = name
+        self._decode_item = decode_item
+        """How a listed object is decoded: only the fields ``project`` reads (``slim.py``)."""
         self.kind = kind or name
         """The ``kind`` label of a skipped object (``jobset``, ``node``)."""
         self._lister = lister
@@ -169,6 +173,7 @@ class WatchCache(Generic[V]):
         self._thread = threading.Thread(
             target=run_forever,
             args=(self.name, self._lister, self, self._settings, self._stop),
+            kwargs={"decode_item": self._decode_item},
             name=f"watch-{self.name}",
             daemon=True,
         )

@@ -17,6 +17,7 @@ from megamon.sources.kube import resources
 from megamon.sources.kube.cache import WatchCache
 from megamon.sources.kube.described import DescribedView, described_projection
 from megamon.sources.kube.projections import jobset_view, lws_view, node_view, pod_view, slice_view
+from megamon.sources.kube.slim import SlimNode, item_decoder
 from megamon.sources.kube.snapshot import ClusterSnapshot
 from megamon.sources.kube.watching import WatchSettings
 
@@ -94,7 +95,12 @@ class KubeCluster:
             "on_problem": on_problem,
         }
         self.nodes = WatchCache(
-            "nodes", resources.node_lister(api), node_view, kind=KIND_NODE, **common
+            "nodes",
+            resources.node_lister(api),
+            node_view,
+            kind=KIND_NODE,
+            decode_item=item_decoder(SlimNode),
+            **common,
         )
         self.pods = WatchCache(
             "pods", resources.leader_pod_lister(api), pod_view, kind=KIND_POD, **common

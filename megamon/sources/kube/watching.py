@@ -29,6 +29,8 @@ import orjson
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
+from megamon.sources.kube.slim import ItemDecoder, decode_page
+
 log = logging.getLogger(__name__)
 
 Json = dict[str, Any]
@@ -107,9 +109,13 @@ class Listing:
     ``resource_version`` is the list's once it has been read to the end. Iterate it once.
     """
 
-    def __init__(self, lister: RawLister, settings: WatchSettings) -> None:
+    def __init__(
+        self, lister: RawLister, settings: WatchSettings, decode_item: ItemDecoder | None = None
+    ) -> None:
         self._lister = lister
         self._settings = settings
+        self._decode_item = decode_item
+        """Decodes only the fields a projection keeps (``slim.py``); ``None``: every field."""
         self.resource_version = ""
 
     def _fetch(self, token: str | None) -> bytes:
@@ -123,20 +129,27 @@ class Listing:
         )
         return _read_body(response)
 
+    def _parse(self, data: bytes) -> tuple[Any, Iterable[Any]]:
+        """A page's metadata and items."""
+        if self._decode_item is not None:
+            return decode_page(data, self._decode_item)
+        page = _parse_list(data)
+        items = page.get("items") or []
+        return page.get("metadata"), items if isinstance(items, list) else ()
+
     def __iter__(self) -> Iterator[Any]:
         token: str | None = None
         while True:
             data = self._fetch(token)
             with self._settings.pause():  # while the page is parsed and the sink takes it in
-                page = _parse_list(data)
+                found, items = self._parse(data)
                 del data
-                meta = page.get("metadata") or {}
+                meta = found if isinstance(found, dict) else {}
                 self.resource_version = str(meta.get("resourceVersion", ""))
                 token = meta.get("continue") or None
-                items = page.get("items") or []
                 # Every item, objects or not: the sink skips and counts what is not one.
-                yield from items if isinstance(items, list) else ()
-                del page, meta
+                yield from items
+                del items, meta
             if token is None:
                 return
 
@@ -164,10 +177,14 @@ def _resource_version(obj: Json) -> str | None:
 
 
 def list_then_watch(
-    lister: RawLister, sink: Sink, settings: WatchSettings, stop: threading.Event
+    lister: RawLister,
+    sink: Sink,
+    settings: WatchSettings,
+    stop: threading.Event,
+    decode_item: ItemDecoder | None = None,
 ) -> None:
     """List, then watch until stopped; raises ``Expired`` when the watch must start over."""
-    listing = Listing(lister, settings)
+    listing = Listing(lister, settings, decode_item)
     sink.replace(listing)
     version = listing.resource_version
     while not stop.is_set():
@@ -211,15 +228,22 @@ _RETRYABLE = (
 
 
 def run_forever(
-    name: str, lister: RawLister, sink: Sink, settings: WatchSettings, stop: threading.Event
+    name: str,
+    lister: RawLister,
+    sink: Sink,
+    settings: WatchSettings,
+    stop: threading.Event,
+    *,
+    decode_item: ItemDecoder | None = None,
 ) -> None:
-    """Keep ``sink`` in sync with the API server until ``stop`` is set."""
+    """Keep ``sink`` in sync with the API server until ``stop`` is set; ``decode_item``
+    decodes each listed object (only what its projection reads, ``slim.py``)."""
     delay = settings.backoff_initial
     unserved = False
     while not stop.is_set():
         started = time.monotonic()
         try:
-            list_then_watch(lister, sink, settings, stop)
+            list_then_watch(lister, sink, settings, stop, decode_item)
         except Expired as err:
             log.info("watch of %s expired (%s); listing again", name, err)
             stop.wait(settings.backoff_initial)

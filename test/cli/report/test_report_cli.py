@@ -231,7 +231,7 @@ def test_bad_arguments_exit_2_with_one_line(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--kind", "pods"], "unknown kind 'pods'"),
+        (["--kind", "Pods!"], "'Pods!' is not a kind's noun"),
         (["--format", "pdf"], "invalid choice: 'pdf'"),
     ],
 )

@@ -114,7 +114,8 @@ def test_the_page_names_no_url(page: Path) -> None:
 
 def test_every_resource_is_shown_with_its_figures(rendered: PageReader) -> None:
     rows = {row[0].split()[0]: row[1:] for row in rendered.rows["resources"] if row}
-    assert list(rows) == ["np-a", "np-b", "np-old", "team/train"]
+    # worst first: the most down time (no chips here), then the rest in the report's order
+    assert list(rows) == ["np-b", "np-a", "np-old", "team/train"]
     # STATE, AVAIL, DOWN, INTR, REC, MTTR, MTBI, PROVISIONING, (timeline cell)
     assert rows["np-a"][:8] == [
         "up",
@@ -144,14 +145,14 @@ def test_every_resource_is_shown_with_its_figures(rendered: PageReader) -> None:
 
 def test_every_resource_has_a_timeline_with_its_bands(rendered: PageReader) -> None:
     assert [t.label for t in rendered.timelines] == [
-        "timeline of np-a: availability 88.88%",
         "timeline of np-b: availability 76.47%",
+        "timeline of np-a: availability 88.88%",
         "timeline of np-old: availability 100.00%",
         "timeline of team/train: availability 100.00%",
     ]
     # [0] is the window's background, [1] the resource's span in the up colour, then the
     # bands that are not up, drawn over it
-    np_a, np_b, np_old, job = (
+    np_b, np_a, np_old, job = (
         [BandState(STATE_NAMES[f]) for f in t.fills[2:]] for t in rendered.timelines
     )
     assert [t.fills[:2] for t in rendered.timelines] == [

@@ -130,21 +130,29 @@ def test_run_idles_after_the_last_step_until_stopped(fleet: Fleet) -> None:
 def test_run_with_loop_clears_the_fleet_and_replays(
     fleet: Fleet, gke_client: ClusterManagerClient
 ) -> None:
+    """Each round starts from an empty fleet (creating the pool again never fails). The run
+    is stopped by its own last step in the third round, so where it stops does not depend on
+    when this thread gets to run."""
+    stop = threading.Event()
     create = call("create_pool", "v6e", "tpu-v6e-slice", "ct6e-standard-4t", "4x4")
+
+    def stop_in_third_round(_: Fleet) -> None:
+        if runner.outcome.rounds == 2:
+            stop.set()
+
     steps = [
         Step(timedelta(0), "create", create),
         Step(minutes("0:10"), "add", call("add_nodes", "v6e", 4)),
+        Step(minutes("0:11"), "stop in the third round", stop_in_third_round),
     ]
-    stop = threading.Event()
     runner = ScenarioRunner(fleet, steps, speed=FAST, loop=True)
     thread = threading.Thread(target=runner.run, args=(stop,))
     thread.start()
+    thread.join(timeout=30)
 
-    _wait_for(lambda: runner.outcome.rounds >= 3)
-    stop.set()
-    thread.join(timeout=5)
-
+    assert not thread.is_alive()
     assert runner.outcome.failed == []
+    assert (runner.outcome.rounds, runner.outcome.played) == (3, 9)
     assert [p.name for p in gke_client.list_node_pools(parent=PARENT).node_pools] == ["v6e"]
 
 
