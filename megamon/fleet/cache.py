@@ -170,12 +170,12 @@ class HistoryCache:
         return manifest
 
     def _save(self, manifest: dict[str, int]) -> None:
-        path = self.inside(self._manifest_path())
+        path = self._inside(self._manifest_path())
         temporary = path.with_name(path.name + ".tmp")
         temporary.write_bytes(orjson.dumps(manifest, option=orjson.OPT_SORT_KEYS))
         os.replace(temporary, path)
 
-    def inside(self, path: Path) -> Path:
+    def _inside(self, path: Path) -> Path:
         """``path`` resolved (symlinks followed), proven to be inside the cache directory;
         ``CacheEscape`` otherwise. Every path written or deleted goes through here."""
         top = self._directory.resolve()
@@ -246,14 +246,14 @@ class HistoryCache:
     ) -> None:
         current = {o.name for o in objects}
         for name in [n for n in manifest if n.startswith(root + "/") and n not in current]:
-            self.inside(self._directory / name).unlink(missing_ok=True)
+            self._inside(self._directory / name).unlink(missing_ok=True)
             del manifest[name]
         for count, info in enumerate(objects, 1):
             path = self._directory / info.name
             if manifest.get(info.name) != info.generation or not path.exists():
                 generation = self._fetch(info)
                 if generation is None:  # deleted since the listing
-                    self.inside(path).unlink(missing_ok=True)
+                    self._inside(path).unlink(missing_ok=True)
                     manifest.pop(info.name, None)
                 else:
                     manifest[info.name] = generation
@@ -281,7 +281,7 @@ class HistoryCache:
 
     def _write(self, name: str, data: bytes) -> None:
         """The copy of ``name``, whole or not at all: a temporary file renamed into place."""
-        path = self.inside(self._directory / name)
+        path = self._inside(self._directory / name)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(
             dir=path.parent, prefix=f".{path.name}.", suffix=".partial"
