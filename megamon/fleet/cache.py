@@ -145,6 +145,7 @@ class HistoryCache:
     def __init__(self, objects: ObjectBackend, directory: Path) -> None:
         self._objects = objects
         self._directory = directory
+        self._top = directory.resolve()
         self.downloaded = 0
         """Objects downloaded by this cache object (the tests' measure of "never twice")."""
 
@@ -178,11 +179,11 @@ class HistoryCache:
     def _inside(self, path: Path) -> Path:
         """``path`` resolved (symlinks followed), proven to be inside the cache directory;
         ``CacheEscape`` otherwise. Every path written or deleted goes through here."""
-        top = self._directory.resolve()
         resolved = path.resolve()
-        if resolved == top or not resolved.is_relative_to(top):
+        if resolved == self._top or not resolved.is_relative_to(self._top):
             raise CacheEscape(
-                f"{path} resolves to {resolved}, outside the cache {top}: not written or deleted"
+                f"{path} resolves to {resolved}, outside the cache {self._top}: "
+                "not written or deleted"
             )
         return resolved
 
@@ -219,6 +220,7 @@ class HistoryCache:
         """Bring the copies of ``objects`` up to date, one history at a time; a history whose
         objects cannot all be copied is given up (its ``error``), the others go on."""
         self._directory.mkdir(parents=True, exist_ok=True)
+        self._top = self._directory.resolve()  # the directory as it is, symlinks followed
         manifest = self._manifest()
         by_root: dict[str, list[Listed]] = {root: [] for root in roots}
         depth = roots[0].count("/") + 1 if roots else 0  # every root is the pattern's depth

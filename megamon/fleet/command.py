@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError
-from megamon.fleet.cache import HistoryCache, refusal
+from megamon.fleet.cache import HistoryCache, check_pattern, refusal
 from megamon.fleet.engine import History, fleet_report
 from megamon.fleet.model import FleetReport, Unreadable
 from megamon.stores.base import ObjectBackend
@@ -104,7 +104,6 @@ def bucket_histories(
     """The histories of the bucket matching ``--clusters``, refreshed in the cache, and the
     clusters whose objects could not all be copied (their stale copies are not read)."""
     assert request.bucket is not None and request.clusters is not None
-    _check_bucket(request.bucket)
     cache = HistoryCache(ReadOnlyObjects(objects), cache_dir / request.bucket)
     roots, infos = cache.discover(request.clusters)
     _check_names([PurePosixPath(root).name for root in roots])
@@ -144,6 +143,8 @@ def run_fleet(
     if request.bucket is not None:
         if request.clusters is None:
             raise ConfigError("--bucket with a fleet report needs --clusters")
+        _check_bucket(request.bucket)
+        check_pattern(request.clusters)  # before the bucket is opened
         cache_dir = Path(request.cache_dir) if request.cache_dir else default_cache_dir()
         histories, not_fetched = bucket_histories(request, objects(request.bucket), cache_dir)
         columnar = cache_dir / COLUMNAR_DIR

@@ -174,6 +174,9 @@ def test_table_and_html_name_the_clusters(
         (["--clusters", "*"], "--clusters needs --bucket or --events-dir"),
         (["--bucket", "b", "--path", "p", "--clusters", "*"], "--path names one history"),
         (["--bucket", "b", "--events-dir", "{base}", "--clusters", "*"], "not both"),
+        (["--bucket", "b", "--clusters", "megamon/../*"], "none of them empty, '.' or '..'"),
+        (["--bucket", "b", "--clusters", "megamon//*"], "none of them empty, '.' or '..'"),
+        (["--bucket", "..", "--clusters", "megamon/*"], "not a bucket name"),
     ],
 )
 def test_bad_fleet_options_exit_2(
