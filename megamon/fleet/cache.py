@@ -230,8 +230,11 @@ class HistoryCache:
         for root in roots:
             try:
                 self._refresh_root(root, by_root[root], manifest, progress)
-            except (StoreError, OSError) as err:
-                reason = str(err) if isinstance(err, StoreError) else f"{err.strerror or err}"
+            except StoreError as err:
+                mirrored.append(Mirrored(root, self._directory / root, str(err)))
+            except OSError as err:
+                where = f"{err.filename}: " if err.filename else ""
+                reason = f"copying into the cache: {where}{err.strerror or err}"
                 mirrored.append(Mirrored(root, self._directory / root, reason))
             else:
                 mirrored.append(Mirrored(root, self._directory / root))

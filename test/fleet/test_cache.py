@@ -117,6 +117,7 @@ def test_a_history_that_cannot_be_copied_is_left_out_alone(
     report = fleet(objects, tmp_path / "cache")
     [unreadable] = report.unreadable
     assert unreadable.cluster == "east"
+    assert "np-old.json" in unreadable.reason and "copying into the cache" in unreadable.reason
     assert report.clusters == ("west",)
     assert {r.cluster for r in report.resources} == {"west"}
     assert {r.key for r in report.resources} == {"np-a", "np-b", "np-old", "js-1"}
