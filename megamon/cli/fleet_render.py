@@ -73,7 +73,23 @@ AGGREGATE_COLUMNS: tuple[Column[FleetAggregate], ...] = (
 
 def window_text(report: FleetReport) -> str:
     clusters = f"{len(report.clusters)} cluster{'s' if len(report.clusters) != 1 else ''}"
+    if report.unreadable:
+        clusters += f" ({len(report.unreadable)} more could not be read)"
     return f"{history_window_text(report)}; {clusters}"
+
+
+def omission_lines(report: FleetReport) -> list[str]:
+    """What the report leaves out, each with why: clusters that could not be read (none of
+    their resources are in it) and segments that could not be read (the rest of their
+    cluster is)."""
+    lines = [
+        f"cluster {u.cluster} could not be read, left out: {u.reason}" for u in report.unreadable
+    ]
+    count = len(report.skipped_segments)
+    if count:
+        lines.append(f"{count} segment{'s' if count != 1 else ''} could not be read, skipped:")
+        lines += [f"  {s.cluster} {s.segment}: {s.reason}" for s in report.skipped_segments]
+    return lines
 
 
 def render_table(report: FleetReport) -> str:
@@ -81,6 +97,7 @@ def render_table(report: FleetReport) -> str:
         f"megamon fleet report: {window_text(report)}",
         AVAILABILITY_DEFINITION,
         CHIP_DEFINITION,
+        *omission_lines(report),
         "",
     ]
     if not report.resources:
@@ -132,12 +149,20 @@ def aggregate_dict(a: FleetAggregate) -> dict[str, Any]:
 
 
 def report_dict(report: FleetReport) -> dict[str, Any]:
-    """The window, the clusters, ``resources``, ``aggregates`` (per cluster), ``fleet``."""
+    """The window, the clusters, those that could not be read, the segments skipped,
+    ``resources``, ``aggregates`` (per cluster), ``fleet``."""
     return {
         "window": window_dict(report),
         "availabilityDefinition": AVAILABILITY_DEFINITION,
         "chipDefinition": CHIP_DEFINITION,
         "clusters": list(report.clusters),
+        "unreadableClusters": [
+            {"cluster": u.cluster, "reason": u.reason} for u in report.unreadable
+        ],
+        "skippedSegments": [
+            {"cluster": s.cluster, "segment": s.segment, "reason": s.reason}
+            for s in report.skipped_segments
+        ],
         "resources": [resource_dict(r) for r in report.resources],
         "aggregates": [aggregate_dict(a) for a in report.cluster_aggregates],
         "fleet": [aggregate_dict(a) for a in report.fleet_aggregates],
@@ -180,6 +205,7 @@ def render_html(report: FleetReport) -> str:
         f"<p>{html.escape(window_text(report))}</p>",
         f"<p>{html.escape(AVAILABILITY_DEFINITION)}; {html.escape(CHIP_DEFINITION)}</p>",
         f"<p>Clusters: {html.escape(', '.join(report.clusters))}</p>",
+        *(f"<p class=omitted>{html.escape(line)}</p>" for line in omission_lines(report)),
     ]
     if not report.resources:
         parts.append("<p>No resources in the window.</p>")

@@ -36,15 +36,14 @@ from megamon.codec import report as report_codec
 from megamon.domain import timestamps
 from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError, MegamonError
-from megamon.fleet.command import FleetRequest, is_fleet, run_fleet
-from megamon.fleet.gcs import GcsObjects
+from megamon.fleet.command import EXIT_INCOMPLETE, FleetRequest, is_fleet, run_fleet
 from megamon.publishing.exporters.archives import LATEST_NAME, REPORTS_DIR
 from megamon.recording.eventlog import UNOBSERVED_SLACK_NS
 from megamon.recording.loading import load_kind
 from megamon.stores.base import EventStore, Moved, ObjectBackend
 from megamon.stores.factory import (
+    Location,
     Medium,
-    gcs_client,
     history_location,
     objects_at,
     reports_location,
@@ -82,7 +81,9 @@ def register(commands: Any) -> None:
         "availability = up / (up + down), expected-down and provisioning time excluded; "
         "interruptions, recoveries, MTTR, MTBI, provisioning. Live and archived history. "
         "Several --events-dir, or --clusters PATTERN, report a fleet: one row per resource "
-        "with its cluster, and fleet rows per kind, accelerator and topology.",
+        "with its cluster, and fleet rows per kind, accelerator and topology. Exit status: 0; "
+        "2 for bad options; a fleet report exits 1 when a cluster's history could not be read "
+        "(the other clusters are reported, that one is named in the report).",
         epilog="examples:\n"
         "  megamon report --config-path /etc/megamon/config.json --since 7d\n"
         "  megamon report --events-dir .demo/megamon-data --format html -o report.html\n"
@@ -274,12 +275,13 @@ def _write(data: bytes, output: str | None) -> None:
 def _run_fleet(args: argparse.Namespace, window: Window, request: FleetRequest) -> int:
     """The fleet report (``megamon.fleet``): many histories, one report."""
 
-    def bucket_objects(bucket: str) -> GcsObjects:
-        return GcsObjects(gcs_client(history_config(args).GKE.ProjectID), bucket)
+    def bucket_objects(bucket: str) -> ObjectBackend:
+        project = history_config(args).GKE.ProjectID
+        return objects_at(Location(Medium.GCS, bucket=bucket, project=project))[0]
 
     report = run_fleet(request, selected_kinds(args.kind), window, bucket_objects)
     _write(fleet_render.render(report, args.format), args.output)
-    return 0
+    return EXIT_INCOMPLETE if report.unreadable else 0
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,6 +20,12 @@ Rows: ``t`` (``T_EVENT``, ``T_ATTRS``, ``T_RETIRED``, ``T_OBSERVED``), ``id`` (t
 the attributes the report reads (``name``, ``accelerator``, ``topology``, ``chips``).
 Writes land in temporary files renamed into place, the manifest last: an interrupted
 conversion leaves a cache the next report trusts (at worst it converts some segments again).
+
+A segment DuckDB cannot read at all (a line past its ``maximum_object_size``, 16 MiB; a file
+it cannot open) fails the whole batch's read; the batch's segments are then halved until the
+unreadable ones are alone, and those are left out (``ColumnarCache.skipped``, with DuckDB's
+reason) and kept in the manifest as skipped, so a later report neither parses them again nor
+forgets to say they are missing. A segment skipped and then changed is tried again.
 """
 
 from __future__ import annotations
@@ -45,6 +51,16 @@ SegmentStamp = tuple[int, int]
 
 
 @dataclass(frozen=True, slots=True)
+class Skipped:
+    """A segment left out of the conversion: DuckDB could not read it."""
+
+    root: Path
+    segment: str
+    """Relative to ``root``."""
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Converted:
     """One history kind in Parquet: its batches and its key dictionary (``key``, ``id``)."""
 
@@ -63,21 +79,36 @@ def _stamp(path: Path) -> SegmentStamp:
     return (st.st_size, st.st_mtime_ns)
 
 
+def _stamped_entries(entries: object) -> bool:
+    """``{name: [size, mtime, text]}``: a segment's stamp and its batch (or why skipped)."""
+    return isinstance(entries, dict) and all(
+        isinstance(e, list)
+        and len(e) == 3
+        and all(type(v) is int for v in e[:2])
+        and isinstance(e[2], str)
+        for e in entries.values()
+    )
+
+
 def _well_formed(manifest: object) -> bool:
     if not isinstance(manifest, dict) or not isinstance(manifest.get("segments"), dict):
         return False
-    entries = manifest["segments"].values()
     return (
-        all(
-            isinstance(e, list)
-            and len(e) == 3
-            and all(type(v) is int for v in e[:2])
-            and isinstance(e[2], str)
-            for e in entries
-        )
+        _stamped_entries(manifest["segments"])
+        and _stamped_entries(manifest.get("skipped", {}))
         and isinstance(manifest.get("batches", []), list)
         and type(manifest.get("next", 1)) is int
     )
+
+
+def _unreadable(err: duckdb.Error) -> bool:
+    """Whether ``err`` says a segment cannot be read, rather than that DuckDB ran out of
+    memory or was interrupted (those fail the report: no segment is to blame)."""
+    return not isinstance(err, (duckdb.OutOfMemoryException, duckdb.InterruptException))
+
+
+def _reason(err: duckdb.Error) -> str:
+    return str(err).strip().splitlines()[0]
 
 
 def _sql_text(value: str) -> str:
@@ -93,6 +124,8 @@ class ColumnarCache:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self.skipped: list[Skipped] = []
+        """The segments left out of the conversions so far (``convert``), oldest first."""
 
     def _load_manifest(self, here: Path) -> dict[str, Any]:
         try:
@@ -132,32 +165,63 @@ class ColumnarCache:
         }
         kept = {n: e for n, e in known.items() if e[2] not in stale and n in stamps}
         batches = [b for b in manifest.get("batches", []) if b not in stale and (here / b).exists()]
-        new = sorted(n for n in stamps if n not in kept)
+        skipped: dict[str, list[Any]] = {
+            n: e for n, e in manifest.get("skipped", {}).items() if tuple(e[:2]) == stamps.get(n)
+        }
+        new = sorted(n for n in stamps if n not in kept and n not in skipped)
         if new:
-            batch = f"batch-{int(manifest.get('next', 1)):08d}.parquet"
-            self._write_batch(con, here, batch, [root / n for n in new], read_sql)
-            batches.append(batch)
-            kept.update({n: [*stamps[n], batch] for n in new})
-            manifest["next"] = int(manifest.get("next", 1)) + 1
+            bad = self._read_rows(con, root, new, read_sql)
+            skipped.update({n: [*stamps[n], reason] for n, reason in bad.items()})
+            good = [n for n in new if n not in bad]
+            if good:
+                batch = f"batch-{int(manifest.get('next', 1)):08d}.parquet"
+                self._write_batch(con, here, batch)
+                batches.append(batch)
+                kept.update({n: [*stamps[n], batch] for n in good})
+                manifest["next"] = int(manifest.get("next", 1)) + 1
         manifest["segments"], manifest["batches"] = kept, batches
+        manifest["skipped"] = skipped
+        self.skipped += [Skipped(root, n, skipped[n][2]) for n in sorted(skipped)]
         self._save_manifest(here, manifest)
         for name in stale:
             (here / name).unlink(missing_ok=True)
         keys = here / KEYS
         return Converted(tuple(here / b for b in batches), keys if keys.exists() else None)
 
-    def _write_batch(
-        self,
-        con: duckdb.DuckDBPyConnection,
-        here: Path,
-        batch: str,
-        paths: Sequence[Path],
-        read_sql: str,
-    ) -> None:
-        """Parse ``paths`` once into ``batch``; new keys get ids in the dictionary."""
+    def _read_rows(
+        self, con: duckdb.DuckDBPyConnection, root: Path, names: Sequence[str], read_sql: str
+    ) -> dict[str, str]:
+        """Parse the segments ``names`` (under ``root``) once into the table ``conv_rows``;
+        the segments that could not be read, left out, each with DuckDB's reason.
+
+        A read of several segments fails when one of them cannot be read, and a failed
+        statement changes nothing: a failing group is halved until the unreadable segments
+        are alone, and every group that reads is added to the table once."""
+        unreadable: dict[str, str] = {}
+        created = False
+        groups = [list(names)]
+        while groups:
+            group = groups.pop()
+            verb = (
+                "INSERT INTO conv_rows "
+                if created
+                else "CREATE OR REPLACE TEMP TABLE conv_rows AS "
+            )
+            try:
+                con.execute(verb + _rows_sql(read_sql, root, group))
+                created = True
+            except duckdb.Error as err:
+                if not _unreadable(err):
+                    raise
+                if len(group) == 1:
+                    unreadable[group[0]] = _reason(err)
+                else:
+                    groups += [group[len(group) // 2 :], group[: len(group) // 2]]
+        return unreadable
+
+    def _write_batch(self, con: duckdb.DuckDBPyConnection, here: Path, batch: str) -> None:
+        """The rows of ``conv_rows`` into ``batch``; new keys get ids in the dictionary."""
         keys = here / KEYS
-        rows = read_sql.replace("{paths}", _paths_sql(paths))
-        con.execute("CREATE OR REPLACE TEMP TABLE conv_rows AS " + rows)
         if keys.exists():
             con.execute(
                 "CREATE OR REPLACE TEMP TABLE conv_keys AS "
@@ -180,6 +244,10 @@ class ColumnarCache:
         temporary_keys.replace(keys)
         con.execute("DROP TABLE conv_rows")
         con.execute("DROP TABLE conv_keys")
+
+
+def _rows_sql(read_sql: str, root: Path, names: Sequence[str]) -> str:
+    return read_sql.replace("{paths}", _paths_sql([root / n for n in names]))
 
 
 _BATCH_SQL = f"""

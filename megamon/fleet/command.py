@@ -1,24 +1,38 @@
 """What ``megamon report`` does for many histories: find them (local directories, or the
 paths of a bucket matching ``--clusters``, fetched into the cache), then compute the fleet
-report. Progress goes to stderr, and only when stderr is a terminal."""
+report. Progress goes to stderr, and only when stderr is a terminal.
+
+Every history is read, never written: the bucket through a read-only object backend, the
+local copies and directories through read-only stores. A cluster whose history cannot be
+fetched or read is left out, named in one warning line and in the report
+(``FleetReport.unreadable``); the command then exits 1 (``EXIT_INCOMPLETE``)."""
 
 from __future__ import annotations
 
 import fnmatch
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
 
 from tqdm import tqdm
 
 from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError
-from megamon.fleet.cache import HistoryCache, Objects
+from megamon.fleet.cache import HistoryCache, check_pattern, refusal
 from megamon.fleet.engine import History, fleet_report
-from megamon.fleet.model import FleetReport
+from megamon.fleet.model import FleetReport, Unreadable
+from megamon.stores.base import ObjectBackend
+from megamon.stores.readonly import ReadOnlyObjects
 from megamon.summary.availability import Window
+
+log = logging.getLogger(__name__)
+
+EXIT_INCOMPLETE = 1
+"""The exit status of a fleet report that left a cluster out (it could not be read); the
+report of the other clusters is written all the same."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +86,27 @@ def local_histories(request: FleetRequest) -> list[History]:
     return [History(d.name, d) for d in dirs]
 
 
-def bucket_histories(request: FleetRequest, objects: Objects, cache_dir: Path) -> list[History]:
-    """The histories of the bucket matching ``--clusters``, refreshed in the cache."""
+def _check_bucket(bucket: str) -> None:
+    """The bucket's name is a directory under the cache: one plain path part."""
+    if "/" in bucket or refusal(bucket) is not None:
+        raise ConfigError(f"--bucket {bucket!r}: not a bucket name")
+
+
+def _check_names(names: Sequence[str]) -> None:
+    if len(set(names)) != len(names):
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        raise ConfigError(f"two histories are named {', '.join(duplicated)}: rename one")
+
+
+def bucket_histories(
+    request: FleetRequest, objects: ObjectBackend, cache_dir: Path
+) -> tuple[list[History], list[Unreadable]]:
+    """The histories of the bucket matching ``--clusters``, refreshed in the cache, and the
+    clusters whose objects could not all be copied (their stale copies are not read)."""
     assert request.bucket is not None and request.clusters is not None
-    cache = HistoryCache(objects, cache_dir / request.bucket)
+    cache = HistoryCache(ReadOnlyObjects(objects), cache_dir / request.bucket)
     roots, infos = cache.discover(request.clusters)
+    _check_names([PurePosixPath(root).name for root in roots])
     with tqdm(
         total=sum(i.size for i in infos),
         unit="B",
@@ -86,25 +116,37 @@ def bucket_histories(request: FleetRequest, objects: Objects, cache_dir: Path) -
         disable=not _show_progress(),
         leave=False,
     ) as bar:
-        local = cache.refresh(roots, infos, bar.update)
-    return [History(Path(root).name, path) for root, path in zip(roots, local, strict=True)]
+        mirrored = cache.refresh(roots, infos, bar.update)
+    histories, unreadable = [], []
+    for copy in mirrored:
+        cluster = PurePosixPath(copy.root).name
+        if copy.error is None:
+            histories.append(History(cluster, copy.directory))
+        else:
+            log.warning("cluster %s left out of the report: %s", cluster, copy.error)
+            unreadable.append(Unreadable(cluster, copy.error))
+    return histories, unreadable
 
 
 def run_fleet(
     request: FleetRequest,
     kinds: Sequence[Kind],
     window: Window,
-    objects: Callable[[str], Objects],
+    objects: Callable[[str], ObjectBackend],
 ) -> FleetReport:
-    """The fleet report the options ask for; ``objects(bucket)`` opens a bucket."""
+    """The fleet report the options ask for; ``objects(bucket)`` opens a bucket (it is read
+    through ``ReadOnlyObjects`` whatever it allows)."""
     if request.bucket is not None and request.events_dirs:
         raise ConfigError("give --events-dir or --bucket, not both")
     columnar: Path | None = None
+    not_fetched: list[Unreadable] = []
     if request.bucket is not None:
         if request.clusters is None:
             raise ConfigError("--bucket with a fleet report needs --clusters")
+        _check_bucket(request.bucket)
+        check_pattern(request.clusters)  # before the bucket is opened
         cache_dir = Path(request.cache_dir) if request.cache_dir else default_cache_dir()
-        histories = bucket_histories(request, objects(request.bucket), cache_dir)
+        histories, not_fetched = bucket_histories(request, objects(request.bucket), cache_dir)
         columnar = cache_dir / COLUMNAR_DIR
     else:
         if not request.events_dirs:
@@ -120,6 +162,10 @@ def run_fleet(
         disable=not _show_progress(),
         leave=False,
     ) as bar:
-        return fleet_report(
+        report = fleet_report(
             histories, kinds, window, step=lambda _: bar.update(), columnar_dir=columnar
         )
+    if not not_fetched:
+        return report
+    unreadable = sorted([*not_fetched, *report.unreadable], key=lambda u: u.cluster)
+    return replace(report, unreadable=tuple(unreadable))

@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ import duckdb
 from megamon.codec import report as report_codec
 from megamon.domain.kinds import Kind
 from megamon.domain.summaries import ProvisioningState
-from megamon.errors import ConfigError
+from megamon.errors import ConfigError, MegamonError
 from megamon.fleet.canonical import (
     CsvRelations,
     Relations,
@@ -31,7 +32,15 @@ from megamon.fleet.canonical import (
 )
 from megamon.fleet.columnar import ColumnarCache
 from megamon.fleet.figures_sql import figures_sql
-from megamon.fleet.model import FLEET, ChipTime, FleetAggregate, FleetReport, FleetResource
+from megamon.fleet.model import (
+    FLEET,
+    ChipTime,
+    FleetAggregate,
+    FleetReport,
+    FleetResource,
+    SkippedSegment,
+    Unreadable,
+)
 from megamon.recording.eventlog import UNOBSERVED_SLACK_NS
 from megamon.recording.loading import read_mark
 from megamon.stores.local import LocalEventStore
@@ -86,28 +95,58 @@ def _labels(root: Path) -> dict[Kind, dict[str, dict[str, object]]]:
 
 
 def stage_history(rows: CsvRelations, history: History, kinds: Sequence[Kind]) -> None:
-    """The snapshot files, archive entries and labels of one history, as canonical rows."""
-    store = LocalEventStore(history.root)
+    """The snapshot files, archive entries and labels of one history, as canonical rows.
+
+    The history is opened read-only (``megamon/stores/readonly.py``): a file that cannot be
+    parsed raises (``EventFileError``) instead of being copied aside, and nothing is staged
+    before the whole history was read, so a history that fails leaves no rows behind."""
+    store = LocalEventStore(history.root, read_only=True)
     labels = _labels(history.root)
     cluster = history.cluster
+    staged: list[Callable[[], None]] = []
     for kind in kinds:
         for key, record in store.read(kind).records.items():
-            rows.live(cluster, kind, key, record)
+            staged.append(partial(rows.live, cluster, kind, key, record))
         for key in store.archived_keys(kind):
             for entry in store.read_archive(kind, key):
-                rows.archived(
-                    cluster,
-                    kind,
-                    entry.key,
-                    entry.record,
-                    attrs=entry.attrs,
-                    retired_at=entry.retired_at,
+                staged.append(
+                    partial(
+                        rows.archived,
+                        cluster,
+                        kind,
+                        entry.key,
+                        entry.record,
+                        attrs=entry.attrs,
+                        retired_at=entry.retired_at,
+                    )
                 )
         for key, attrs in labels.get(kind, {}).items():
-            rows.label(cluster, kind, key, attrs)
+            staged.append(partial(rows.label, cluster, kind, key, attrs))
         mark = read_mark(store, kind)
         if mark is not None:
-            rows.observed(cluster, kind, mark.observed)
+            staged.append(partial(rows.observed, cluster, kind, mark.observed))
+    for stage in staged:
+        stage()
+
+
+def _stage_readable(
+    rows: CsvRelations, histories: Sequence[History], kinds: Sequence[Kind], step: Step | None
+) -> tuple[list[History], list[Unreadable]]:
+    """Stage every history that can be read; the others named, each with why (one warning
+    line each), so that one damaged cluster never hides the fleet."""
+    readable, unreadable = [], []
+    for history in histories:
+        if step is not None:
+            step(history.cluster)
+        try:
+            stage_history(rows, history, kinds)
+        except (MegamonError, OSError) as err:
+            reason = str(err) if isinstance(err, MegamonError) else f"{history.root}: {err}"
+            log.warning("cluster %s left out of the report: %s", history.cluster, reason)
+            unreadable.append(Unreadable(history.cluster, reason))
+        else:
+            readable.append(history)
+    return readable, unreadable
 
 
 def load(
@@ -118,21 +157,19 @@ def load(
     *,
     step: Step | None = None,
     columnar: ColumnarCache | None = None,
-) -> Relations:
-    """Every history's rows in the canonical relations, restricted to ``kinds``; the log's
-    segments through ``columnar`` (converted once; without it, in ``workdir``)."""
+) -> tuple[Relations, list[Unreadable]]:
+    """Every readable history's rows in the canonical relations, restricted to ``kinds``, and
+    the histories that could not be read; the log's segments through ``columnar`` (converted
+    once; without it, in ``workdir``)."""
     create_relations(con)
     rows = CsvRelations(workdir / "staged")
-    for history in histories:
-        if step is not None:
-            step(history.cluster)
-        stage_history(rows, history, kinds)
+    readable, unreadable = _stage_readable(rows, histories, kinds, step)
     rows.load(con)
     wanted = [k.value for k in kinds]
     cache = columnar if columnar is not None else ColumnarCache(workdir / "columnar")
-    relations = define_relations(con, [(h.cluster, h.root) for h in histories], wanted, cache)
+    relations = define_relations(con, [(h.cluster, h.root) for h in readable], wanted, cache)
     con.execute("DELETE FROM labels WHERE kind <> ALL (?)", [wanted])
-    return relations
+    return relations, unreadable
 
 
 def _parameters(window: Window) -> dict[str, Any]:
@@ -288,11 +325,26 @@ def fleet_report(
     with tempfile.TemporaryDirectory(prefix="megamon-fleet-", dir=workdir) as scratch:
         con = connect(Path(scratch), threads)
         try:
-            columnar = ColumnarCache(columnar_dir) if columnar_dir is not None else None
-            relations = load(
+            columnar = ColumnarCache(columnar_dir or Path(scratch) / "columnar")
+            relations, unreadable = load(
                 con, histories, list(kinds), Path(scratch), step=step, columnar=columnar
             )
             figures(con, window, relations)
-            return collect(con, window, names)
+            left_out = {u.cluster for u in unreadable}
+            report = collect(con, window, [n for n in names if n not in left_out])
         finally:
             con.close()
+    return replace(
+        report, unreadable=tuple(unreadable), skipped_segments=_skipped(histories, columnar)
+    )
+
+
+def _skipped(histories: Sequence[History], columnar: ColumnarCache) -> tuple[SkippedSegment, ...]:
+    """The segments the conversion left out, by cluster, each named in one warning line."""
+    cluster_of = {h.root: h.cluster for h in histories}
+    skipped = []
+    for s in columnar.skipped:
+        cluster = cluster_of[s.root]
+        log.warning("cluster %s: segment %s skipped: %s", cluster, s.segment, s.reason)
+        skipped.append(SkippedSegment(cluster, s.segment, s.reason))
+    return tuple(skipped)

@@ -114,8 +114,28 @@ class FleetAggregate:
 
 
 @dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A cluster whose history could not be read: none of its resources are in the report."""
+
+    cluster: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedSegment:
+    """A segment of a cluster's log that could not be read and was left out; the cluster's
+    other segments and files are in the report."""
+
+    cluster: str
+    segment: str
+    """Relative to the history (``log/kind=…/date=…/….ndjson``)."""
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class FleetReport:
-    """The window, the clusters read, every resource, the per-cluster and fleet aggregates."""
+    """The window, the clusters read, every resource, the per-cluster and fleet aggregates;
+    the clusters that could not be read and the segments left out, each with why."""
 
     window: Window
     start: int
@@ -123,3 +143,5 @@ class FleetReport:
     resources: tuple[FleetResource, ...]
     cluster_aggregates: tuple[FleetAggregate, ...]
     fleet_aggregates: tuple[FleetAggregate, ...]
+    unreadable: tuple[Unreadable, ...] = ()
+    skipped_segments: tuple[SkippedSegment, ...] = ()

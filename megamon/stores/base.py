@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -57,6 +57,17 @@ class Moved(StoreError):
     """The object changed between reading its generation and its content."""
 
 
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """One object as a listing shows it: what a mirror of the objects needs to tell a copy
+    that is still current from one to fetch again, without reading the object."""
+
+    name: str
+    generation: int
+    size: int
+    """Bytes."""
+
+
 class ObjectBackend(Protocol):
     """A bucket-like namespace of objects with generations (GCS semantics).
 
@@ -81,4 +92,9 @@ class ObjectBackend(Protocol):
 
     def list(self, prefix: str, start: str = "") -> list[str]:
         """Names under ``prefix``, sorted; only those ``>= start`` when given."""
+        ...
+
+    def listing(self, prefix: str) -> Sequence[Listed]:
+        """The objects under ``prefix`` with their generations and sizes, sorted by name: one
+        listing instead of a ``generation`` call per object (the fleet report's cache)."""
         ...

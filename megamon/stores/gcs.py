@@ -10,7 +10,7 @@ own timeout. ``STORAGE_EMULATOR_HOST`` is honoured by the client library.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import requests
@@ -25,7 +25,7 @@ from google.cloud.storage.retry import (
 )
 
 from megamon.errors import Conflict, StoreError
-from megamon.stores.base import Moved, ObjectBackend
+from megamon.stores.base import Listed, Moved, ObjectBackend
 from megamon.stores.objects import ObjectEventStore
 from megamon.stores.readonly import ReadOnlyObjects
 from megamon.telemetry import Instruments
@@ -146,6 +146,16 @@ class GcsObjects:
                     retry=self._retry,
                 )
             )
+
+    def listing(self, prefix: str) -> Sequence[Listed]:
+        with self._call("list", prefix):
+            found = [
+                Listed(blob.name, int(blob.generation), int(blob.size or 0))
+                for blob in self._bucket.list_blobs(
+                    prefix=prefix, timeout=self._timeout, retry=self._retry
+                )
+            ]
+        return sorted(found, key=lambda listed: listed.name)
 
 
 class GcsEventStore(ObjectEventStore):

@@ -12,13 +12,13 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from filelock import FileLock
 
 from megamon.errors import Conflict, StoreError
-from megamon.stores.base import Moved, ObjectBackend
+from megamon.stores.base import Listed, Moved, ObjectBackend
 from megamon.stores.objects import ObjectEventStore
 from megamon.stores.readonly import ReadOnlyObjects
 from megamon.telemetry import Instruments
@@ -120,6 +120,26 @@ class LocalObjects:
             ):
                 names.append(name)
         return sorted(names)
+
+    def listing(self, prefix: str) -> Sequence[Listed]:
+        """``list``, with each file's generation and size; under the directory's lock unless
+        reading without it (then a file gone meanwhile is left out)."""
+        if not self._locking or not self._root.is_dir():
+            return self._listing(prefix)
+        with self._locked():
+            return self._listing(prefix)
+
+    def _listing(self, prefix: str) -> Sequence[Listed]:
+        found = []
+        for name in self.list(prefix):
+            try:
+                size = self._paths(name)[0].stat().st_size
+            except FileNotFoundError:
+                continue
+            generation = self._generation(name)
+            if generation is not None:
+                found.append(Listed(name, generation, size))
+        return found
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

@@ -7,9 +7,10 @@ swap, create-only archive, quarantine) as the durable stores.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 from megamon.errors import Conflict
-from megamon.stores.base import Moved
+from megamon.stores.base import Listed, Moved
 from megamon.stores.objects import ObjectEventStore
 from megamon.telemetry import Instruments
 
@@ -56,6 +57,11 @@ class MemoryObjects:
     def list(self, prefix: str, start: str = "") -> list[str]:
         with self._lock:
             return sorted(n for n in self._objects if n.startswith(prefix) and n >= start)
+
+    def listing(self, prefix: str) -> Sequence[Listed]:
+        with self._lock:
+            found = [(n, g, len(d)) for n, (g, d) in self._objects.items() if n.startswith(prefix)]
+        return [Listed(*entry) for entry in sorted(found)]
 
     def delete(self, name: str) -> None:
         """Remove an object (tests use it to lose a file underneath megamon)."""

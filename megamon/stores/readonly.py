@@ -9,8 +9,10 @@ path that would write surfaces as an error instead of a silent change.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from megamon.errors import StoreError
-from megamon.stores.base import ObjectBackend
+from megamon.stores.base import Listed, ObjectBackend
 
 
 class ReadOnlyError(StoreError):
@@ -36,6 +38,9 @@ class ReadOnlyObjects:
 
     def list(self, prefix: str, start: str = "") -> list[str]:
         return self._inner.list(prefix, start)
+
+    def listing(self, prefix: str) -> Sequence[Listed]:
+        return self._inner.listing(prefix)
 
     def upload(self, name: str, data: bytes, if_generation: int) -> int:
         raise ReadOnlyError(f"{self.describe(name)}: not written (this command only reads)")

@@ -13,12 +13,13 @@ from megamon.cli.main import main
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
 from megamon.fleet.cache import HistoryCache
-from megamon.fleet.gcs import GcsObjects
 from megamon.publishing.exporters.archives import GcsReportExporter, LocalReportExporter
 from megamon.recording.eventlog import EventLog
 from megamon.stores.factory import gcs_client
-from megamon.stores.gcs import GcsEventStore
+from megamon.stores.gcs import GcsEventStore, GcsObjects
 from megamon.stores.local import LocalEventStore
+from megamon.stores.readonly import ReadOnlyObjects
+from megamon.telemetry import Instruments
 from test.cli.report.history import NOW_TEXT, V5P, H, T, fill
 
 COMMON = (
@@ -173,6 +174,9 @@ def test_table_and_html_name_the_clusters(
         (["--clusters", "*"], "--clusters needs --bucket or --events-dir"),
         (["--bucket", "b", "--path", "p", "--clusters", "*"], "--path names one history"),
         (["--bucket", "b", "--events-dir", "{base}", "--clusters", "*"], "not both"),
+        (["--bucket", "b", "--clusters", "megamon/../*"], "none of them empty, '.' or '..'"),
+        (["--bucket", "b", "--clusters", "megamon//*"], "none of them empty, '.' or '..'"),
+        (["--bucket", "..", "--clusters", "megamon/*"], "not a bucket name"),
     ],
 )
 def test_bad_fleet_options_exit_2(
@@ -231,7 +235,9 @@ def test_a_bucket_reports_like_its_directories(
 @pytest.mark.integration
 def test_the_cache_never_downloads_an_object_twice(bucket_clusters: str, tmp_path: Path) -> None:
     client = gcs_client(None)
-    objects = GcsObjects(client, bucket_clusters)
+    objects = ReadOnlyObjects(
+        GcsObjects(client, bucket_clusters, instruments=Instruments.unregistered())
+    )
     cache = HistoryCache(objects, tmp_path / "cache")
     roots, infos = cache.discover("megamon/clusters/*")
     assert roots == ["megamon/clusters/east", "megamon/clusters/west"]
