@@ -40,8 +40,11 @@ from internal.fleet.demo import CLUSTER, LOCATION, PROJECT, demo_scenario
 from internal.fleet.fleet import Fleet
 from internal.fleet.scenario import DEFAULT_SPEED, ScenarioRunner, Step
 from internal.fleet.times import offset
+from megamon.cli.report import read_resources
 from megamon.domain.kinds import Kind
 from megamon.stores.local import LocalEventStore
+from megamon.summary.availability import Window, availability_report
+from megamon.summary.losses import interruptions
 
 CLEAR = "\x1b[H\x1b[2J"
 
@@ -124,6 +127,30 @@ def archived_rows(history: Path) -> dict[str, dict[str, Row]]:
     return found
 
 
+_NAME_ATTRS = {
+    "nodepool": "nodePoolName",
+    "jobset": "jobsetName",
+    "jobset_nodes": "jobsetName",
+    "slice": "sliceName",
+    "leaderworkerset": "lwsName",
+}
+
+
+def last_reasons(history: Path, now_ns: int) -> dict[tuple[str, str], str]:
+    """(kind, name) → the reason of each resource's latest interruption, from the history
+    megamon wrote, as ``megamon report`` reads it (``summary.losses``)."""
+    store = LocalEventStore(history, read_only=True)
+    kinds = [Kind(kind) for kind in KINDS]
+    window = Window(now=now_ns)
+    found: dict[tuple[str, str], str] = {}
+    for figures in availability_report(read_resources(store, kinds, {}, now_ns), window).resources:
+        name = figures.resource.attrs.get(_NAME_ATTRS.get(figures.resource.kind.value, ""))
+        spans = interruptions(figures, window)
+        if isinstance(name, str) and spans:
+            found[(figures.resource.kind.value, name)] = spans[-1].reason
+    return found
+
+
 def _latest(history: Path) -> dict[str, object] | None:
     """The report the ``gcs`` exporter last wrote (locally: no bucket), for the statuses."""
     try:
@@ -165,7 +192,8 @@ def _show(table: Table, screen: Screen, started: float, tty: bool) -> None:
         f"Ctrl-C stops\n{time_scale(elapsed, screen)}"
     )
     if text and "megamon_last_report_timestamp_seconds" in text:
-        body = table.render(text, _latest(screen.history), archived_rows(screen.history))
+        reasons = last_reasons(screen.history, time.time_ns())
+        body = table.render(text, _latest(screen.history), archived_rows(screen.history), reasons)
     else:
         body = "(waiting for megamon's first report…)"
     print((CLEAR if tty else "\n") + head + "\n\n" + body, flush=True)
@@ -230,6 +258,7 @@ def main() -> int:
     with FakeGke() as gke, FakeKube() as kube:
         kubeconfig = kube.write_kubeconfig(args.workdir / "kubeconfig")
         config = _write_config(args, gke, metrics_port)
+        gke.create_cluster(PROJECT, LOCATION, CLUSTER)  # before megamon polls it: no 404
         fleet = Fleet(gke, kube, PROJECT, LOCATION, CLUSTER)
         steps = demo_scenario()
         runner = ScenarioRunner(fleet, steps, speed=args.speed)

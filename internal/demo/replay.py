@@ -29,7 +29,7 @@ import orjson
 from kubernetes import config as kube_config
 from prometheus_client import CollectorRegistry
 
-from internal.demo.__main__ import archived_rows
+from internal.demo.__main__ import archived_rows, last_reasons
 from internal.demo.table import Table
 from internal.fakegke import FakeGke
 from internal.fakekube import FakeKube
@@ -190,6 +190,7 @@ def replay(
             if report is not None:
                 text = generate_latest(registry).decode()
                 document = orjson.loads(encode_report(report))
-                drawn = table.render(text, document, archived_rows(history))
+                reasons = last_reasons(history, clock.ns)
+                drawn = table.render(text, document, archived_rows(history), reasons)
         aggregator.stop()
     return Replayed(drawn, history)

@@ -161,20 +161,21 @@ def _first_up(row: Row, now: str) -> str:
     return provisioning
 
 
-def _line(kind: str, name: str, row: Row, now: str) -> str:
+def _line(kind: str, name: str, row: Row, now: str, reason: str = "-") -> str:
     first_up = _first_up(row, now)
     shape = f"{row.labels.get('tpu_accelerator', '')} {row.labels.get('tpu_topology', '')}"
     return (
         f"{kind:15} {name[:26]:26} {shape[:28]:28} {now:12} {first_up:>12} "
         f"{int(row.values.get('interruption_count', 0)):>4} "
         f"{_duration(row.values.get('down_time_between_recovery_mean_seconds')):>7} "
-        f"{_duration(row.values.get('up_time_between_interruption_mean_seconds')):>7}"
+        f"{_duration(row.values.get('up_time_between_interruption_mean_seconds')):>7} "
+        f"{reason}"
     )
 
 
 HEADER = (
     f"{'kind':15} {'name':26} {'accelerator / topology':28} {'state':12} {'first up in':>12} "
-    f"{'intr':>4} {'MTTR':>7} {'MTBI':>7}"
+    f"{'intr':>4} {'MTTR':>7} {'MTBI':>7} last reason"
 )
 ORDER = ("nodepool", "jobset", "leaderworkerset", "slice", "jobset_nodes")
 
@@ -190,12 +191,14 @@ class Table:
         text: str,
         report: dict[str, Any] | None = None,
         archived: dict[str, dict[str, Row]] | None = None,
+        reasons: dict[tuple[str, str], str] | None = None,
     ) -> str:
         """Every node pool and workload megamon reports, and those it reported before or
-        archived (retired from the live history: deleted)."""
+        archived (retired from the live history: deleted); ``reasons``: the reason of each
+        one's latest interruption, from the history."""
         table = rows(text)
         found = statuses(report)
-        lines = [HEADER, "-" * len(HEADER)]
+        lines = [HEADER, "-" * (len(HEADER) + 8)]
         for kind in ORDER:
             live = table.get(kind, {})
             known = {**(archived or {}).get(kind, {}), **self._last[kind]}
@@ -205,7 +208,8 @@ class Table:
                 row = self._last[kind][name]
                 seen = found.get((kind, name), Seen("", failed=False))
                 now = DELETED if name in gone else state(row, seen.status, failed=seen.failed)
-                lines.append(_line(kind, name, row, now))
+                reason = (reasons or {}).get((kind, name), "-")
+                lines.append(_line(kind, name, row, now, reason))
         return "\n".join(lines)
 
 

@@ -249,6 +249,10 @@ class FakeGke:
         """API requests received so far (admin excluded; injected failures included)."""
         return self._state.api_requests
 
+    def create_cluster(self, project: str, location: str, cluster: str) -> None:
+        """A cluster with no node pool yet, as GKE has one before its first pool."""
+        self._state.store.create_cluster(ClusterRef(project, location, cluster))
+
     def put_node_pool(
         self, project: str, location: str, cluster: str, node_pool: JsonObject
     ) -> JsonObject:

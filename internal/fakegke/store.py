@@ -6,7 +6,8 @@ a test can never mutate served state by accident, and a reply is never half-upda
 
 Node pools are stored in GKE's REST JSON shape (camelCase, enums as names), exactly as a test
 supplied them plus the fields GKE always fills in (``name``, ``selfLink``). A cluster exists as
-soon as a node pool is put into it and is never removed (GKE clusters outlive their pools).
+soon as it is created or a node pool is put into it, and is never removed (GKE clusters outlive
+their pools).
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ class NodePoolStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._clusters: dict[ClusterRef, dict[str, JsonObject]] = {}
+
+    def create_cluster(self, ref: ClusterRef) -> None:
+        """A cluster with no node pool yet (listing it answers no pools, not 404)."""
+        with self._lock:
+            self._clusters.setdefault(ref, {})
 
     def put(self, ref: ClusterRef, name: str, node_pool: JsonObject) -> JsonObject:
         """Create or replace node pool ``name`` (which overrides any name in the body)."""

@@ -66,6 +66,8 @@ def test_the_demo_shows_the_fleet_and_stops_cleanly(tmp_path: Path) -> None:
     nameless = [resource for resource in shown if resource[1] == "?"]
     assert not nameless, screen  # fleet-wide series are no resource of their own
     assert (tmp_path / "megamon-data" / "node-pools.json").exists()
+    log = (tmp_path / "megamon.log").read_text()
+    assert " ERROR " not in log, log[:2000]  # the cluster is there before megamon polls it
     assert (tmp_path / "megamon-data" / "reports" / "latest.json").exists()
 
     commands = [line.strip() for line in hints.splitlines() if line.startswith("  ")]
@@ -121,14 +123,15 @@ def test_fleet_wide_series_are_not_rows_of_the_table() -> None:
     assert {kind: sorted(by_name) for kind, by_name in rows(text).items()} == {"nodepool": ["a"]}
 
 
-def _columns(table: str) -> list[tuple[str, str, str, str, str]]:
-    """Kind, name, state, first up in, interruptions of every resource row of a table."""
+def _columns(table: str) -> list[tuple[str, str, str, str, str, str]]:
+    """Kind, name, state, first up in, interruptions, last reason of every resource row."""
     found = []
     for line in table.splitlines():
         words = line.split()
         if words and words[0] in KINDS:
             kind, name, _accelerator, _topology, state_, first_up, intr = words[:7]
-            found.append((kind, name, state_, first_up, intr))
+            reason = words[9] if len(words) > 9 else "-"
+            found.append((kind, name, state_, first_up, intr, reason))
     return found
 
 

@@ -152,3 +152,12 @@ def test_stopped_server_refuses_connections(
     # not a google.api_core exception, and the default retry does not retry it.
     with pytest.raises(requests.exceptions.ConnectionError):
         gke_client.list_node_pools(parent=PARENT)
+
+
+def test_a_created_cluster_lists_no_pools_before_its_first(
+    fake_gke: FakeGke, gke_client: ClusterManagerClient
+) -> None:
+    """A cluster exists before its first node pool: listing it answers none, not 404."""
+    fake_gke.create_cluster(*CLUSTER)
+
+    assert list(gke_client.list_node_pools(parent=PARENT).node_pools) == []
