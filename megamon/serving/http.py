@@ -586,7 +586,9 @@ class MetricsServer(_Background):
 
     def _metrics(self, request: _Handler) -> _Answer:
         if self._guard is not None:
-            refusal = _refusal(self._guard, request.headers.get("Authorization"))
+            refusal = _refusal(
+                self._guard, request.headers.get("Authorization"), request.client_address[0]
+            )
             if refusal is not None:
                 return refusal
         encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
@@ -605,9 +607,9 @@ _WWW_AUTHENTICATE = {
 """RFC 6750 §3: a 401 names the scheme; ``invalid_token`` only when a bearer token was sent."""
 
 
-def _refusal(guard: Guard, authorization: str | None) -> _Answer | None:
+def _refusal(guard: Guard, authorization: str | None, client: str) -> _Answer | None:
     """None when ``guard`` allows the request, else the 401, 403 or 503 to answer with."""
-    verdict = guard.check(authorization)
+    verdict = guard.check(authorization, client)
     if verdict.outcome is Outcome.ALLOWED:
         return None
     if verdict.outcome is Outcome.UNAUTHENTICATED:

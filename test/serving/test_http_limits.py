@@ -121,14 +121,15 @@ def test_slow_clients_never_starve_scrapes_or_probes() -> None:
 
 @pytest.mark.parametrize(
     "server_with",
-    [Limits(workers=1, backlog=0, deadline=60, head_timeout=60, pending=8)],
+    [Limits(workers=1, backlog=1, deadline=60, head_timeout=60, pending=8)],
     indirect=True,
 )
 def test_beyond_the_pending_bound_the_oldest_slow_client_is_closed(
     server_with: MetricsServer,
 ) -> None:
     """With room for 8 clients still sending, 40 slow ones close each other, oldest first,
-    long before their 60 s; the scrapes that follow are answered."""
+    long before their 60 s; the scrapes that follow are answered. (One scrape at a time
+    holds at most two slots, its own and the previous one's until its worker lets go.)"""
     slow = hold_half_requests(server_with.port, SLOW_CLIENTS)
     try:
         assert closed_by_server(slow[0])  # within 10 s, not after its 60 s
