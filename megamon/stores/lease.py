@@ -91,14 +91,12 @@ def holder_gone(holder: LeaseHolder) -> bool:
     seen from here and is never taken for gone; neither can a pid that now belongs to
     another process.
     """
-    me = this_process()
+    here = (socket.gethostname(), _read_boot_id(), _read_pid_namespace())
     if (
         holder.pid <= 0
-        or holder.pid == me.pid
-        or not me.boot_id
-        or not me.pid_namespace
-        or (holder.host, holder.boot_id, holder.pid_namespace)
-        != (me.host, me.boot_id, me.pid_namespace)
+        or holder.pid == os.getpid()
+        or not all(here)
+        or (holder.host, holder.boot_id, holder.pid_namespace) != here
     ):
         return False
     try:
