@@ -212,23 +212,58 @@ def decode_mark(data: bytes, source: str) -> SnapshotMark:
 
 
 @dataclass(frozen=True)
-class LeaseRecord:
-    """Who may append to a history, until when (the holder's clock, nanoseconds)."""
+class LeaseHolder:
+    """Which process holds a lease: ``name`` (``host/pid``) for operators, and what tells two
+    processes apart that share a host name and a pid (containers with their own PID
+    namespace): the host's boot id, the PID namespace and a nonce drawn at start."""
 
-    holder: str
+    name: str
+    host: str = ""
+    pid: int = 0
+    boot_id: str = ""
+    pid_namespace: str = ""
+    nonce: str = ""
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    """Who may append to a history, and for how long (the holder's wall clock, nanoseconds:
+    ``expires - acquired`` is the duration; ``expires`` 0 is a released lease)."""
+
+    holder: LeaseHolder
     expires: int
     acquired: int
 
+    @property
+    def released(self) -> bool:
+        return self.expires <= self.acquired
+
+    @property
+    def duration(self) -> int:
+        return max(self.expires - self.acquired, 0)
+
 
 def encode_lease(lease: LeaseRecord) -> bytes:
+    holder = lease.holder
     return orjson.dumps(
         {
-            "holder": lease.holder,
+            "holder": holder.name,
+            "host": holder.host,
+            "pid": holder.pid,
+            "bootId": holder.boot_id,
+            "pidNamespace": holder.pid_namespace,
+            "nonce": holder.nonce,
             "expires": timestamps.format_ns(lease.expires),
             "expiresNs": lease.expires,
             "acquiredNs": lease.acquired,
         }
     )
+
+
+_HOLDER_FIELDS = {"host": str, "pid": int, "bootId": str, "pidNamespace": str, "nonce": str}
 
 
 def decode_lease(data: bytes, source: str) -> LeaseRecord:
@@ -241,4 +276,15 @@ def decode_lease(data: bytes, source: str) -> LeaseRecord:
     holder, expires, acquired = raw.get("holder"), raw.get("expiresNs"), raw.get("acquiredNs")
     if type(holder) is not str or type(expires) is not int or type(acquired) is not int:
         raise EventFileError(source, "needs string 'holder', integer 'expiresNs', 'acquiredNs'")
-    return LeaseRecord(holder, expires, acquired)
+    for name, kind in _HOLDER_FIELDS.items():
+        if name in raw and type(raw[name]) is not kind:
+            raise EventFileError(source, f"'{name}' must be a {kind.__name__}")
+    identity = LeaseHolder(
+        holder,
+        host=raw.get("host", ""),
+        pid=raw.get("pid", 0),
+        boot_id=raw.get("bootId", ""),
+        pid_namespace=raw.get("pidNamespace", ""),
+        nonce=raw.get("nonce", ""),
+    )
+    return LeaseRecord(identity, expires, acquired)

@@ -18,14 +18,14 @@ loses a transition:
 
 Only the holder of the store's writer lease appends. Another process finds the lease held,
 stands by (``standing_by``, logged once) and keeps trying; when the lease lapses or is
-released it takes over, reading the history afresh.
+released it takes over, reading the history afresh. A flush confirms the lease with the store
+before it writes; a holder whose renewal, confirmation or segment meets another writer drops
+the lease and what it holds, and stands by the same way.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -36,6 +36,7 @@ from megamon.codec.log import (
     TYPE_EVENT,
     TYPE_OBSERVED,
     TYPE_RETIRED,
+    LeaseHolder,
     LogLine,
     SnapshotMark,
     encode_mark,
@@ -50,7 +51,7 @@ from megamon.recording.appending import Reconciled, reconcile
 from megamon.recording.loading import LoadedKind, load_kind
 from megamon.recording.replay import add_span, union_records
 from megamon.stores.base import EventStore
-from megamon.stores.lease import DEFAULT_LEASE_SECONDS, writer_lease
+from megamon.stores.lease import DEFAULT_LEASE_SECONDS, this_process, writer_lease
 from megamon.stores.segments import SegmentName, date_of
 from megamon.telemetry import Instruments
 
@@ -67,11 +68,6 @@ UNOBSERVED_SLACK_NS = 2 * int(DEFAULT_HEARTBEAT_S) * timestamps.NANOS_PER_SECOND
 as unobserved (megamon stopped). One rule for the one-history and the fleet reports."""
 
 Batch = Mapping[Kind, Mapping[str, Observation]]
-
-
-def default_holder() -> str:
-    """This process, as the writer lease names it: host and pid."""
-    return f"{socket.gethostname()}/{os.getpid()}"
 
 
 @dataclass
@@ -111,7 +107,10 @@ class EventLog:
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         instruments: Instruments | None = None,
         clock: Callable[[], int] = time.time_ns,
+        monotonic: Callable[[], int] = time.monotonic_ns,
     ) -> None:
+        """``holder`` names this writer in the lease (default: this process, see
+        ``this_process``); ``clock`` stamps what is written, ``monotonic`` times the lease."""
         self._store = store
         self._required = frozenset(required)
         self._cluster = cluster
@@ -121,7 +120,11 @@ class EventLog:
         self._instruments = instruments or Instruments.unregistered()
         self._clock = clock
         self._lease = writer_lease(
-            store.log, holder or default_holder(), duration_s=lease_s, clock=clock
+            store.log,
+            LeaseHolder(holder) if holder is not None else this_process(),
+            duration_s=lease_s,
+            clock=clock,
+            monotonic=monotonic,
         )
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()
@@ -174,7 +177,8 @@ class EventLog:
     # the writer lease ---------------------------------------------------------------------
 
     def _writable(self) -> bool:
-        """Hold the lease, or stand by; a store error keeps a lease we hold."""
+        """Hold the lease, or stand by; a store error keeps a lease we hold (``flush``
+        confirms it before writing)."""
         try:
             held = self._lease.ensure()
         except StoreError as err:
@@ -195,10 +199,10 @@ class EventLog:
             if not self._standing_by:
                 other = self._lease.other
                 log.warning(
-                    "standing by: the history in %s is written by %s (lease until %s)",
+                    "standing by: the history in %s is written by %s (lease renewed %s)",
                     self._store.describe(),
                     other.holder if other else "another process",
-                    timestamps.format_ns(other.expires) if other else "unknown",
+                    timestamps.format_ns(other.acquired) if other else "recently",
                 )
             self._standing_by = True
             self._instruments.writer_standing_by.set(1)
@@ -306,6 +310,8 @@ class EventLog:
         with self._flush_lock:
             if not self._kinds or not self._writable():
                 return
+            if not self._confirmed():
+                return
             errors = []
             with self._lock:
                 kinds = list(self._kinds)
@@ -319,12 +325,24 @@ class EventLog:
                         self._snapshot_kind(kind, state)
                 except Conflict as err:
                     log.warning("%s: another writer appended to this history (%s)", kind, err)
+                    self._lease.drop()
                     self._stand_by()
                     return
                 except StoreError as err:
                     errors.append(f"{kind}: {err}")
             if errors:
                 raise StoreError("; ".join(errors))
+
+    def _confirmed(self) -> bool:
+        """The fence before a flush writes: the store still names us as the lease's holder.
+        Otherwise stand by; ``StoreError`` when the store cannot say (nothing is written)."""
+        try:
+            if self._lease.confirm():
+                return True
+        except StoreError as err:
+            raise StoreError(f"cannot confirm the writer lease: {err}") from None
+        self._stand_by()
+        return False
 
     def _flush_kind(self, kind: Kind, state: _KindState, final: bool = False) -> None:
         with self._lock:

@@ -17,10 +17,17 @@ for at most ``allowed_ttl``. When the API cannot answer, the scrape gets 503, no
 never a guess, and the failure is not cached, so the next scrape asks again.
 
 The cache alone does not protect the API server from a caller who sprays distinct tokens
-(each one a miss): reviews are therefore rate-limited by a token bucket (``review_rate`` per
-second, bursts of ``review_burst``), and a scrape that would exceed it gets 503 with
-``Retry-After`` without asking. Concurrent scrapes with the same token share one review.
-Prometheus scrapes with one token, so it is never limited once its verdict is cached.
+(each one a miss): reviews of new tokens are therefore rate-limited by token buckets, one per
+client address (``client_rate`` per second, bursts of ``client_burst``) inside one for the
+whole server (``review_rate``, ``review_burst``); a scrape that would exceed either gets 503
+with ``Retry-After`` without asking. A sprayer thus spends its own budget, and leaves most of
+the server's to other clients. Concurrent scrapes with the same token share one review.
+
+A token the API allowed is remembered as known good (its digest, the ``known_good`` most
+recently allowed): when its cached verdict lapses, it is reviewed again at once, outside the
+buckets, so a flood of bogus tokens can never lock the authorised scraper out. That costs the
+API at most one review per known-good token per ``allowed_ttl``; a renewal that is refused
+forgets the token.
 """
 
 from __future__ import annotations
@@ -48,6 +55,13 @@ REVIEW_RATE_PER_SECOND = 5.0
 REVIEW_BURST = 20
 """New tokens reviewed at most 5 a second after a burst of 20: ample for every scraper of a
 fleet, and two API calls each, never thousands."""
+CLIENT_REVIEW_RATE_PER_SECOND = 1.0
+CLIENT_REVIEW_BURST = 10
+"""One client address gets at most half the burst, then one new token a second."""
+MAX_CLIENTS = 1024
+"""Client addresses whose budget is tracked; the least recent is forgotten (a full budget)."""
+MAX_KNOWN_GOOD = 64
+"""Allowed tokens renewed outside the rate limit: every scraper of a fleet, twice over."""
 REVIEW_TIMEOUT_SECONDS = 5.0
 """Per review request: two of them fit in Prometheus's default 10 s scrape timeout."""
 _MAX_TOKEN_LENGTH = 16 * 1024
@@ -79,9 +93,10 @@ class Verdict:
 
 
 class Guard(Protocol):
-    """Decides a request from its ``Authorization`` header (``None`` when absent)."""
+    """Decides a request from its ``Authorization`` header (``None`` when absent) and the
+    address of the client that sent it."""
 
-    def check(self, authorization: str | None) -> Verdict: ...
+    def check(self, authorization: str | None, client: str = "") -> Verdict: ...
 
 
 def bearer_token(authorization: str | None) -> str | None:
@@ -158,6 +173,49 @@ class _Bucket:
             return True
 
 
+class _Budgets:
+    """One ``_Bucket`` per client address, the least recently seen forgotten past ``size``."""
+
+    def __init__(self, rate: float, burst: int, size: int, clock: Callable[[], float]) -> None:
+        self._rate, self._burst, self._size, self._clock = rate, burst, size, clock
+        self._buckets: OrderedDict[str, _Bucket] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def take(self, client: str) -> bool:
+        with self._lock:
+            bucket = self._buckets.get(client)
+            if bucket is None:
+                bucket = self._buckets[client] = _Bucket(self._rate, self._burst, self._clock)
+            self._buckets.move_to_end(client)
+            while len(self._buckets) > self._size:
+                self._buckets.popitem(last=False)
+        return bucket.take()
+
+
+class _Recent:
+    """A bounded set of token digests, the least recently added forgotten first."""
+
+    def __init__(self, size: int) -> None:
+        self._entries: OrderedDict[bytes, None] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def __contains__(self, key: bytes) -> bool:
+        with self._lock:
+            return key in self._entries
+
+    def add(self, key: bytes) -> None:
+        with self._lock:
+            self._entries[key] = None
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+    def discard(self, key: bytes) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+
+
 class _Unavailable(Exception):
     """The API did not answer a review; the message is one line, free of the token."""
 
@@ -182,6 +240,9 @@ class KubeGuard:
         timeout: float = REVIEW_TIMEOUT_SECONDS,
         review_rate: float = REVIEW_RATE_PER_SECOND,
         review_burst: int = REVIEW_BURST,
+        client_rate: float = CLIENT_REVIEW_RATE_PER_SECOND,
+        client_burst: int = CLIENT_REVIEW_BURST,
+        known_good: int = MAX_KNOWN_GOOD,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._authn = k8s.AuthenticationV1Api(api_client)
@@ -193,13 +254,16 @@ class KubeGuard:
         self._timeout = timeout
         self._cache = _Cache(max_entries, clock)
         self._bucket = _Bucket(review_rate, review_burst, clock)
+        self._clients = _Budgets(client_rate, client_burst, MAX_CLIENTS, clock)
+        self._known_good = _Recent(known_good)
         self._pending: dict[bytes, threading.Lock] = {}
         self._pending_lock = threading.Lock()
         self.reviews = 0
         """TokenReviews sent so far (for tests and debugging)."""
 
-    def check(self, authorization: str | None) -> Verdict:
-        """The verdict for this ``Authorization`` header, from the cache or the API."""
+    def check(self, authorization: str | None, client: str = "") -> Verdict:
+        """The verdict for this ``Authorization`` header from ``client`` (its address), from
+        the cache or the API."""
         token = bearer_token(authorization)
         if token is None:
             return Verdict(Outcome.UNAUTHENTICATED, "a bearer token is required")
@@ -212,27 +276,35 @@ class KubeGuard:
         with lock:  # concurrent scrapes with one token: the first reviews, the others read
             try:
                 cached = self._cache.get(key)
-                return cached if cached is not None else self._decide(key, token)
+                return cached if cached is not None else self._decide(key, token, client)
             finally:
                 with self._pending_lock:
                     self._pending.pop(key, None)
 
-    def _decide(self, key: bytes, token: str) -> Verdict:
-        """Review ``token`` if the rate allows, and cache the verdict."""
-        if not self._bucket.take():
-            log.debug("metrics auth: review rate exceeded; answering 503")
+    def _decide(self, key: bytes, token: str, client: str) -> Verdict:
+        """Review ``token`` if it is known good or the rates allow, and cache the verdict."""
+        if key not in self._known_good and not self._within_rates(client):
+            log.debug("metrics auth: review rate exceeded for %r; answering 503", client)
             return Verdict(Outcome.UNAVAILABLE, "too many new tokens to check; try again")
         try:
             verdict = self._review(token)
         except _Unavailable as err:
             log.warning("metrics auth: %s; answering 503", err)
             return Verdict(Outcome.UNAVAILABLE, "cannot check the token now; try again")
+        if verdict.allowed:
+            self._known_good.add(key)
+        else:
+            self._known_good.discard(key)
         ttl = self._allowed_ttl if verdict.allowed else self._denied_ttl
         self._cache.put(key, verdict, ttl)
         if not verdict.allowed:
             who = f" for {verdict.user}" if verdict.user else ""
             log.debug("metrics auth: %d%s: %s", verdict.outcome, who, verdict.reason)
         return verdict
+
+    def _within_rates(self, client: str) -> bool:
+        """The client's own budget first: a sprayer that spent it leaves the server's alone."""
+        return self._clients.take(client) and self._bucket.take()
 
     def cached_tokens(self) -> int:
         """How many token digests the cache holds (for tests and debugging)."""

@@ -1,14 +1,17 @@
 """The HTTP side: ``/metrics`` for Prometheus, ``/healthz`` and ``/readyz`` for the kubelet.
 
 The standard library's ``HTTPServer`` is enough for a handful of scrapers and probes, and
-keeps the service free of a web framework. Each server accepts in its own daemon thread and
-serves connections from a bounded pool (``Limits``): at most ``workers`` at once and
-``backlog`` more waiting; a connection beyond that is closed at once, so a flood of clients
-costs sockets for an instant, never a thread each. Every connection has a deadline (TLS
-handshake, request and response together): a slow or silent client is cut off when it
-passes, so it cannot hold a worker for ever by trickling bytes. ``stop()`` shuts the server
-down, cuts what is still in flight, and joins every thread, so tests and restarts get their
-port back at once.
+keeps the service free of a web framework. Each server has one daemon thread that accepts
+connections and reads their request heads (the TLS handshake too) without blocking, for all of
+them at once: a client that sends half a request and holds costs a socket and a buffer, never
+a worker. It has ``head_timeout`` to finish its head, and when ``pending`` clients are still
+sending, a new one closes the one that has waited longest, so slow clients can never hold every
+place either. Only a complete request goes to a bounded pool (``Limits``): at most ``workers``
+at once and ``backlog`` more waiting; a request beyond that is closed at once. Every
+connection also has a deadline (from accept to the last byte of the answer), so a client that
+reads the answer slowly is cut off when it passes. ``stop()`` shuts the server down, cuts
+what is still in flight, and joins every thread, so tests and restarts get their port back at
+once.
 
 Addresses are written as in the Go megamon's configuration (``MetricsAddr``, ``ProbeAddr``):
 ``host:port``, ``:port`` for every interface, ``[v6]:port`` for IPv6, port 0 for an
@@ -21,7 +24,7 @@ With ``SecureMetrics`` the metrics server is given an ``ssl.SSLContext`` (``tls.
 ``Guard`` (``auth.py``): it then speaks only TLS, and serves ``/metrics`` only to a bearer
 token the Kubernetes API accepts and authorises — 401 without one or with a bad one, 403 when
 its user may not ``get /metrics``, 503 when the API cannot say. The TLS handshake runs in the
-request's thread, so a slow or hostile client cannot stall the accept loop. Probes stay plain
+intake thread without blocking, so a slow or hostile client cannot stall it. Probes stay plain
 HTTP: the kubelet probes without credentials.
 """
 
@@ -29,8 +32,10 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import io
 import ipaddress
 import logging
+import selectors
 import socket
 import socketserver
 import ssl
@@ -43,7 +48,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, cast
 from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry
@@ -71,11 +76,20 @@ class Limits:
     """Seconds a connection may take from accept to the last byte of the answer (TLS
     handshake included): more than Prometheus's 10 s scrape timeout, less than any client
     should need to hold a worker."""
+    head_timeout: float = 5.0
+    """Seconds a client may take to complete its TLS handshake and request head (at most
+    ``deadline``): Prometheus and the kubelet send theirs at once."""
+    pending: int = 128
+    """Connections still sending their request head; one more closes the oldest of them."""
 
 
 METRICS_LIMITS = Limits()
-PROBE_LIMITS = Limits(workers=2, backlog=8, deadline=5.0)
+PROBE_LIMITS = Limits(workers=2, backlog=8, deadline=5.0, head_timeout=2.0, pending=64)
 """The kubelet probes one at a time, with a timeout of seconds."""
+MAX_HEAD_BYTES = 64 * 1024
+"""A request head longer than this is not from a scraper or a probe: closed."""
+_ACCEPTS_PER_WAKE = 64
+_READ_CHUNK = 16 * 1024
 _POLL_SECONDS = 0.1
 """How often the serving loop checks for ``stop()``: the longest ``stop()`` waits for it."""
 _GZIP_LEVEL = 1
@@ -180,8 +194,30 @@ class _Deadlines:
             _cut(sock)
 
 
+@dataclass(eq=False)
+class _Incoming:
+    """A connection still handshaking or sending its request head."""
+
+    sock: socket.socket
+    address: Any
+    head_due: float
+    """When it is closed unless its head is complete."""
+    deadline: float
+    """When it is cut, answered or not (``Limits.deadline`` after accept)."""
+    handshaken: bool
+    head: bytearray
+
+
+def _head_complete(head: bytearray) -> bool:
+    return b"\r\n\r\n" in head or b"\n\n" in head
+
+
 class _Server(HTTPServer):
-    """An HTTP(S) server on a parsed address serving connections from a bounded pool."""
+    """An HTTP(S) server on a parsed address: one intake thread reads request heads without
+    blocking, a bounded pool serves complete requests."""
+
+    request_queue_size = 128
+    """The listen backlog: a burst of connections waits in the kernel, not refused."""
 
     def __init__(
         self,
@@ -197,19 +233,151 @@ class _Server(HTTPServer):
         self._slots = threading.BoundedSemaphore(limits.workers + limits.backlog)
         self._pool = ThreadPoolExecutor(limits.workers, thread_name_prefix="http")
         self._deadlines = _Deadlines()
+        self._incoming: dict[socket.socket, _Incoming] = {}
+        """In accept order: the first is the one that has waited longest."""
+        self._heads: dict[socket.socket, bytes] = {}
+        self._heads_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._stopped = threading.Event()
         self.dropped = 0
-        """Connections closed at once because every worker and backlog slot was taken."""
+        """Connections closed unserved: every worker and backlog slot taken, or the oldest
+        of too many clients still sending their request."""
         super().__init__((address.bind_host, address.port), handler)
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        # On the accepting thread: no I/O here but closing a connection there is no room for.
+    # the intake thread ---------------------------------------------------------------------
+
+    def serve_forever(self, poll_interval: float = _POLL_SECONDS) -> None:
+        """Accept and read request heads until ``shutdown``."""
+        try:
+            with selectors.DefaultSelector() as selector:
+                self.socket.setblocking(False)
+                selector.register(self.socket, selectors.EVENT_READ)
+                while not self._stopping.is_set():
+                    for key, _events in selector.select(self._wait(poll_interval)):
+                        if key.fileobj is self.socket:
+                            self._accept(selector)
+                        else:
+                            self._advance(selector, key.data)
+                    self._expire(selector)
+                for incoming in list(self._incoming.values()):
+                    self._close(selector, incoming)
+        finally:
+            self._stopped.set()
+
+    def shutdown(self) -> None:
+        """Stop ``serve_forever`` (running in another thread) and wait for it."""
+        self._stopping.set()
+        self._stopped.wait()
+
+    def _wait(self, poll: float) -> float:
+        if not self._incoming:
+            return poll
+        first = next(iter(self._incoming.values()))
+        return max(0.0, min(poll, first.head_due - time.monotonic()))
+
+    def _accept(self, selector: selectors.BaseSelector) -> None:
+        for _ in range(_ACCEPTS_PER_WAKE):
+            try:
+                sock, address = self.socket.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as err:  # out of file descriptors, a connection reset at once
+                log.debug("http: accept failed: %r", err)
+                return
+            self._admit(selector, sock, address)
+
+    def _admit(self, selector: selectors.BaseSelector, sock: socket.socket, address: Any) -> None:
+        if len(self._incoming) >= self._limits.pending:
+            oldest = next(iter(self._incoming.values()))
+            log.debug("http: too many clients still sending; %s closed", oldest.address)
+            self._close(selector, oldest)
+            self.dropped += 1
+        if self._tls is not None:
+            try:
+                sock = self._tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+            except OSError:
+                sock.close()
+                return
+        sock.setblocking(False)
+        now = time.monotonic()
+        incoming = _Incoming(
+            sock,
+            address,
+            head_due=now + min(self._limits.head_timeout, self._limits.deadline),
+            deadline=now + self._limits.deadline,
+            handshaken=self._tls is None,
+            head=bytearray(),
+        )
+        self._incoming[sock] = incoming
+        selector.register(sock, selectors.EVENT_READ, incoming)
+
+    def _advance(self, selector: selectors.BaseSelector, incoming: _Incoming) -> None:
+        """Go on with the handshake or the head as far as the client's bytes allow."""
+        sock = incoming.sock
+        try:
+            if not incoming.handshaken:
+                cast(ssl.SSLSocket, sock).do_handshake()
+                incoming.handshaken = True
+                selector.modify(sock, selectors.EVENT_READ, incoming)
+            while True:
+                chunk = sock.recv(_READ_CHUNK)
+                if not chunk:
+                    self._close(selector, incoming)
+                    return
+                incoming.head += chunk
+                if _head_complete(incoming.head):
+                    self._dispatch(selector, incoming)
+                    return
+                if len(incoming.head) > MAX_HEAD_BYTES:
+                    log.debug("http: request head from %s too long", incoming.address)
+                    self._close(selector, incoming)
+                    return
+        except ssl.SSLWantReadError:
+            selector.modify(sock, selectors.EVENT_READ, incoming)
+        except ssl.SSLWantWriteError:
+            selector.modify(sock, selectors.EVENT_WRITE, incoming)
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError as err:
+            # A client that distrusts the certificate, speaks plain HTTP, hangs up: routine.
+            log.debug("http: connection from %s failed: %r", incoming.address, err)
+            self._close(selector, incoming)
+
+    def _expire(self, selector: selectors.BaseSelector) -> None:
+        now = time.monotonic()
+        for incoming in list(self._incoming.values()):
+            if incoming.head_due > now:
+                break  # in accept order, so every later one is due later
+            log.debug("http: %s did not send its request in time; closed", incoming.address)
+            self._close(selector, incoming)
+
+    def _close(self, selector: selectors.BaseSelector, incoming: _Incoming) -> None:
+        self._incoming.pop(incoming.sock, None)
+        with contextlib.suppress(KeyError, ValueError):
+            selector.unregister(incoming.sock)
+        incoming.sock.close()
+
+    def _dispatch(self, selector: selectors.BaseSelector, incoming: _Incoming) -> None:
+        """Hand a complete request to the pool, or close it if every slot is taken."""
+        self._incoming.pop(incoming.sock, None)
+        selector.unregister(incoming.sock)
         if not self._slots.acquire(blocking=False):
             self.dropped += 1
-            log.debug("http: every worker busy; connection from %s closed", client_address)
-            self.shutdown_request(request)
+            log.debug("http: every worker busy; connection from %s closed", incoming.address)
+            incoming.sock.close()
             return
-        self._deadlines.watch(request, time.monotonic() + self._limits.deadline)
-        self._pool.submit(self._serve, request, client_address)
+        incoming.sock.setblocking(True)
+        with self._heads_lock:
+            self._heads[incoming.sock] = bytes(incoming.head)
+        self._deadlines.watch(incoming.sock, incoming.deadline)
+        self._pool.submit(self._serve, incoming.sock, incoming.address)
+
+    # the workers --------------------------------------------------------------------------
+
+    def take_head(self, sock: socket.socket) -> bytes:
+        """The request head the intake read from ``sock`` (once)."""
+        with self._heads_lock:
+            return self._heads.pop(sock, b"")
 
     def _serve(self, request: Any, client_address: Any) -> None:
         try:
@@ -218,6 +386,7 @@ class _Server(HTTPServer):
             self.handle_error(request, client_address)
         finally:
             self._deadlines.forget(request)
+            self.take_head(request)
             self.shutdown_request(request)
             self._slots.release()
 
@@ -226,29 +395,8 @@ class _Server(HTTPServer):
         self._deadlines.close()  # cuts what is in flight, so the pool drains at once
         self._pool.shutdown(wait=True)
 
-    def get_request(self) -> tuple[socket.socket, Any]:
-        # Wrapping does no I/O; the handshake waits for the request thread (finish_request).
-        sock, client_address = super().get_request()
-        if self._tls is None:
-            return sock, client_address
-        try:
-            return (
-                self._tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False),
-                client_address,
-            )
-        except OSError:
-            sock.close()
-            raise
-
     def finish_request(self, request: Any, client_address: Any) -> None:
         request.settimeout(self._limits.deadline)
-        if isinstance(request, ssl.SSLSocket):
-            try:
-                request.do_handshake()
-            except OSError as err:
-                # A client that distrusts the certificate, or speaks plain HTTP: routine.
-                log.debug("http: TLS handshake with %s failed: %r", client_address, err)
-                return
         super().finish_request(request, client_address)
 
     def server_bind(self) -> None:
@@ -274,6 +422,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     routes: dict[str, _Route] = {}
     server_version = "megamon"
+
+    def setup(self) -> None:
+        super().setup()
+        # The intake has read the request head already (HTTP/1.0: one request, no body).
+        self.rfile = io.BytesIO(cast(_Server, self.server).take_head(self.request))
 
     def do_GET(self) -> None:
         self._answer(send_body=True)
@@ -433,7 +586,9 @@ class MetricsServer(_Background):
 
     def _metrics(self, request: _Handler) -> _Answer:
         if self._guard is not None:
-            refusal = _refusal(self._guard, request.headers.get("Authorization"))
+            refusal = _refusal(
+                self._guard, request.headers.get("Authorization"), request.client_address[0]
+            )
             if refusal is not None:
                 return refusal
         encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
@@ -452,9 +607,9 @@ _WWW_AUTHENTICATE = {
 """RFC 6750 §3: a 401 names the scheme; ``invalid_token`` only when a bearer token was sent."""
 
 
-def _refusal(guard: Guard, authorization: str | None) -> _Answer | None:
+def _refusal(guard: Guard, authorization: str | None, client: str) -> _Answer | None:
     """None when ``guard`` allows the request, else the 401, 403 or 503 to answer with."""
-    verdict = guard.check(authorization)
+    verdict = guard.check(authorization, client)
     if verdict.outcome is Outcome.ALLOWED:
         return None
     if verdict.outcome is Outcome.UNAUTHENTICATED:

@@ -37,7 +37,7 @@ class Clock:
 
 
 def _log(store: MemoryEventStore, clock: Clock, holder: str = "a", **kw: float) -> EventLog:
-    return EventLog(store, [NP], holder=holder, clock=clock, cluster="c", **kw)
+    return EventLog(store, [NP], holder=holder, clock=clock, monotonic=clock, cluster="c", **kw)
 
 
 def _segments(store: MemoryEventStore) -> list[str]:
@@ -201,7 +201,9 @@ def test_a_heartbeat_is_written_when_nothing_changes() -> None:
 
 def test_a_restart_leaves_the_unobserved_gap_out_of_the_coverage() -> None:
     store, clock = MemoryEventStore(), Clock()
-    _log(store, clock).append({NP: {"np": UP}}, T)
+    first = _log(store, clock)
+    first.append({NP: {"np": UP}}, T)
+    first.close()  # stopped; another process starts ten minutes later
     clock.now += 600 * S
     _log(store, clock, holder="b").append({NP: {"np": UP}}, clock.now)
     assert load_kind(store, NP).history.observed == [(T, T), (T + 600 * S, T + 600 * S)]

@@ -261,17 +261,56 @@ def test_a_spray_of_distinct_tokens_is_held_to_the_review_rate(
     reviews.users["good"] = alice()
     reviews.allowed.add("alice")
     guard = make_guard(reviews, clock, review_rate=5.0, review_burst=20)
-    outcomes = [guard.check(f"Bearer random-{n}").outcome for n in range(4451)]
+    outcomes = [  # from 4451 addresses: each within its own budget, all within the server's
+        guard.check(f"Bearer random-{n}", f"10.0.{n // 256}.{n % 256}").outcome for n in range(4451)
+    ]
     assert outcomes[:20] == [Outcome.UNAUTHENTICATED] * 20
     assert set(outcomes[20:]) == {Outcome.UNAVAILABLE}  # 503, Retry-After, no API call
     assert len(reviews.token_reviews) == 20
     clock.now += 1.0  # a second later, five more new tokens may be asked about
-    assert guard.check("Bearer good").allowed
+    assert guard.check("Bearer good", "10.1.0.1").allowed
     assert len(reviews.token_reviews) == 21
     clock.now += 1.0
     for _ in range(100):  # Prometheus, with its one cached token, is never limited
-        assert guard.check("Bearer good").allowed
+        assert guard.check("Bearer good", "10.1.0.1").allowed
     assert len(reviews.token_reviews) == 21
+
+
+def test_one_client_is_held_to_its_own_budget_first(reviews: FakeReviews, clock: Clock) -> None:
+    guard = make_guard(reviews, clock, client_rate=1.0, client_burst=10)
+    outcomes = [guard.check(f"Bearer random-{n}", "10.0.0.9").outcome for n in range(100)]
+    assert outcomes[:10] == [Outcome.UNAUTHENTICATED] * 10
+    assert set(outcomes[10:]) == {Outcome.UNAVAILABLE}
+    reviews.users["good"] = alice()
+    reviews.allowed.add("alice")
+    assert guard.check("Bearer good", "10.0.0.2").allowed  # the server's budget is not spent
+
+
+def test_a_known_good_token_is_renewed_outside_the_budgets_until_it_is_refused(
+    reviews: FakeReviews, clock: Clock
+) -> None:
+    """Its cached verdict lapses while the budgets are spent by bogus tokens: it is reviewed
+    all the same. Once a renewal is refused, it is a new token again, held to the budgets."""
+    reviews.users["good"] = alice()
+    reviews.allowed.add("alice")
+    guard = make_guard(reviews, clock, review_rate=1.0, review_burst=1, client_burst=1)
+
+    def spend_the_budgets() -> None:
+        outcomes = {guard.check(f"Bearer bogus-{clock.now}-{n}", "10.0.0.9") for n in range(5)}
+        assert Verdict(Outcome.UNAVAILABLE, "too many new tokens to check; try again") in outcomes
+
+    assert guard.check("Bearer good", "10.0.0.2").allowed
+    for _ in range(3):
+        clock.now += 31.0  # the allowed verdict lapses; the budgets refill, and are spent
+        spend_the_budgets()
+        assert guard.check("Bearer good", "10.0.0.2").allowed
+    reviews.allowed.discard("alice")  # the role binding is removed
+    clock.now += 31.0
+    spend_the_budgets()
+    assert guard.check("Bearer good", "10.0.0.2").outcome is Outcome.FORBIDDEN
+    clock.now += 6.0  # the refusal lapses
+    spend_the_budgets()
+    assert guard.check("Bearer good", "10.0.0.2").outcome is Outcome.UNAVAILABLE
 
 
 def test_refusals_from_the_rate_limit_are_not_cached(reviews: FakeReviews, clock: Clock) -> None:

@@ -41,6 +41,10 @@ REF = f"projects/{PROJECT}/locations/{LOCATION}/clusters/{CLUSTER}"
 FAST = WatchSettings(watch_seconds=5, inactivity_timeout=5.0, backoff_initial=0.05)
 
 
+HOLDER = "scenario-megamon"
+"""The writer lease's holder name of every ``Megamon`` here."""
+
+
 @dataclass
 class World:
     api: Any
@@ -373,7 +377,9 @@ class Megamon:
         )
         self.store = store or MemoryEventStore()
         self.aggregator = Aggregator(
-            event_log=EventLog(self.store, required_kinds(frozenset(kinds))),
+            # One lease holder for every Megamon of a test: a restarted one takes its
+            # predecessor's lease at once, as a restarted process does (``holder_gone``).
+            event_log=EventLog(self.store, required_kinds(frozenset(kinds)), holder=HOLDER),
             cluster=self.cluster,
             pools=GkeNodePoolLister(
                 REF, make_client(world.gke.endpoint), deadline=5.0, initial_backoff=0.05
