@@ -111,8 +111,12 @@ class EventLog:
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         instruments: Instruments | None = None,
         clock: Callable[[], int] = time.time_ns,
+        on_retired: Callable[[ArchiveEntry], object] | None = None,
     ) -> None:
         self._store = store
+        self._on_retired = on_retired
+        """Told of each retirement as it is recorded (the report assembly keeps counting the
+        resource from its archive entry without reading the archive again)."""
         self._required = frozenset(required)
         self._cluster = cluster
         self._snapshot_ns = int(snapshot_interval_s * timestamps.NANOS_PER_SECOND)
@@ -170,6 +174,18 @@ class EventLog:
         """The live records of every kind, as of the latest batch (an immutable view)."""
         with self._lock:
             return self._records
+
+    def coverage(self) -> dict[Kind, tuple[tuple[int, int], ...]]:
+        """Per kind, the spans its history records as observed, this process's running span
+        included (what its next heartbeat writes): the time megamon was watching."""
+        with self._lock:
+            result = {}
+            for kind, state in self._kinds.items():
+                spans = state.loaded.history.observed
+                if state.run_since is not None and state.last_now is not None:
+                    spans = add_span(spans, (state.run_since, state.last_now))
+                result[kind] = tuple(spans)
+            return result
 
     # the writer lease ---------------------------------------------------------------------
 
@@ -272,10 +288,13 @@ class EventLog:
         for key, record in result.retired.items():
             attrs = dict(history.attrs.pop(key, {}))
             state.seen.pop(key, None)
-            state.retired[key] = ArchiveEntry(
+            entry = ArchiveEntry(
                 kind=kind.value, key=key, retired_at=now, attrs=attrs, record=record
             )
+            state.retired[key] = entry
             state.pending.append(LogLine(TYPE_RETIRED, key, now))
+            if self._on_retired is not None:
+                self._on_retired(entry)
         history.records = result.records
         state.run_since = now if state.run_since is None else state.run_since
         state.last_now = now

@@ -18,7 +18,7 @@ from megamon.domain.summaries import ProvisioningState
 from megamon.errors import SourceError, StoreError
 from megamon.loops.aggregator import Aggregator, Intervals
 from megamon.observing.common import Settings
-from megamon.recording.eventlog import EventLog
+from megamon.recording.eventlog import UNOBSERVED_SLACK_NS, EventLog
 from megamon.recording.loading import load_kind
 from megamon.sources.gke.lister import StaticNodePoolLister
 from megamon.sources.gke.views import NodePoolView
@@ -27,6 +27,7 @@ from megamon.sources.kube.projections import jobset_view, node_view
 from megamon.sources.kube.snapshot import ClusterSnapshot
 from megamon.stores.memory import MemoryEventStore, MemoryObjects
 from megamon.summary import report as report_module
+from megamon.summary.assembly import ReportAssembly
 from megamon.telemetry import Instruments
 
 S = 10**9
@@ -81,8 +82,12 @@ def make(**overrides: Any) -> tuple[Aggregator, dict[str, Any]]:
     }
     parts.update(overrides)
     instruments = Instruments("megamon", parts["registry"])
+    assembly = ReportAssembly(KINDS, parts["store"], unobserved_slack_ns=UNOBSERVED_SLACK_NS)
     aggregator = Aggregator(
-        event_log=EventLog(parts["store"], KINDS, instruments=instruments),
+        event_log=EventLog(
+            parts["store"], KINDS, instruments=instruments, on_retired=assembly.retired
+        ),
+        assembly=assembly,
         cluster=parts["cluster"],
         pools=parts["pools"],
         kinds=KINDS,
