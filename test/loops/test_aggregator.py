@@ -26,6 +26,7 @@ from megamon.sources.kube.cluster import StaticCluster
 from megamon.sources.kube.projections import jobset_view, node_view
 from megamon.sources.kube.snapshot import ClusterSnapshot
 from megamon.stores.memory import MemoryEventStore, MemoryObjects
+from megamon.summary import chiptally
 from megamon.summary import report as report_module
 from megamon.summary.assembly import ReportAssembly
 from megamon.telemetry import Instruments
@@ -289,7 +290,7 @@ def test_an_unchanged_cycle_builds_no_new_observation_record_or_summary(
 ) -> None:
     """The identity contract of the memos: the watch caches hand out the same projections
     while nothing changes, so the next cycle reuses every observation, appends nothing and
-    settles no summary again (it only adds the running time)."""
+    settles no summary or chip figure again (it only adds the running time)."""
     settled: list[EventRecord] = []
     real_settle = report_module.settle
 
@@ -298,11 +299,19 @@ def test_an_unchanged_cycle_builds_no_new_observation_record_or_summary(
         return real_settle(record)
 
     monkeypatch.setattr(report_module, "settle", counting)
+    figured: list[object] = []
+    real_figures = chiptally.resource_availability
+
+    def figuring(resource: Any, window: Any) -> Any:
+        figured.append(resource)
+        return real_figures(resource, window)
+
+    monkeypatch.setattr(chiptally, "resource_availability", figuring)
     aggregator, parts = make()
     assert aggregator.poll_once()
     first = aggregator.aggregate_once()
     records = dict(aggregator._log.records())
-    settled_first = len(settled)
+    settled_first, figured_first = len(settled), len(figured)
     parts["clock"].now += 10 * S
     second = aggregator.aggregate_once()
     assert first is not None and second is not None
@@ -312,6 +321,7 @@ def test_an_unchanged_cycle_builds_no_new_observation_record_or_summary(
         for key, record in records[kind].items():
             assert aggregator._log.records()[kind][key] is record, (kind, key)
     assert settled_first > 0 and len(settled) == settled_first
+    assert figured_first > 0 and len(figured) == figured_first  # the chip figures too
     pool = second.kind(Kind.NODEPOOL).summaries["np"]
     assert pool.up_time == first.kind(Kind.NODEPOOL).summaries["np"].up_time + 10 * S
 
