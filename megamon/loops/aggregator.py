@@ -271,11 +271,12 @@ class Aggregator:
             return None
         with self._record_lock:  # observations and records of the same batch
             observations, records = self._latest.snapshot(), self._log.records()
-            coverage = self._log.coverage()
+            coverage, epoch = self._log.coverage(), self._log.epoch
         report = self._assembly.build(
             observations,
             records,
             coverage=coverage,
+            epoch=epoch,
             scheduling=observe_scheduling(snapshot, self._pools or []),
             observed_at=self._observed_at,
             now=now,

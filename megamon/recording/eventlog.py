@@ -133,6 +133,7 @@ class EventLog:
         self._applied: set[Kind] = set()
         self._records: dict[Kind, Mapping[str, EventRecord]] = {}
         self._standing_by = False
+        self._epoch = 0
 
     @property
     def store(self) -> EventStore:
@@ -142,6 +143,13 @@ class EventLog:
     def ready(self) -> bool:
         """Whether every required kind has been loaded and observed at least once."""
         return self._required <= self._applied
+
+    @property
+    def epoch(self) -> int:
+        """How many times this process dropped the history it held (standing by, handing
+        over): another writer may have grown it meanwhile, so what a reader kept of it is to
+        be counted again from the history as read next."""
+        return self._epoch
 
     @property
     def standing_by(self) -> bool:
@@ -221,6 +229,7 @@ class EventLog:
             self._kinds.clear()
             self._applied.clear()
             self._records = {}
+            self._epoch += 1
 
     # appending ----------------------------------------------------------------------------
 
@@ -471,6 +480,7 @@ class EventLog:
                 self._kinds.clear()
                 self._applied.clear()
                 self._records = {}
+                self._epoch += 1
             log.info("handed the writer lease %s over", self._lease.describe())
 
     def close(self) -> None:

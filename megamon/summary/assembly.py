@@ -10,7 +10,8 @@ and handed to the aggregator, whose loop then holds no figures of its own.
 The archive is read through the ``Archive`` protocol (the event store is one): once, at the
 first report whose archive can be read; a resource retired later is counted from the archive
 entry the event log hands over as it retires it (``retired``), so no cycle reads the archive
-again.
+again, unless the event log dropped the history meanwhile (its ``epoch``: another replica
+wrote it while this one stood by); then both tallies start over, as at start.
 """
 
 from __future__ import annotations
@@ -70,6 +71,17 @@ class ReportAssembly:
         self._archive_read = False
         self._retirements: list[ArchiveEntry] = []
         """Retirements handed over and not counted yet."""
+        self._epoch = 0
+
+    def _start_over(self, epoch: int) -> None:
+        """Forget the tallies and read the archive again at this report: another writer may
+        have retired resources meanwhile, and would be counted twice with what was kept. The
+        retirements handed over and not counted yet stay: the archive read counts each once."""
+        self._distributions = DistributionTally()
+        with self._lock:
+            self._chips = ChipTally()
+            self._archive_read = False
+        self._epoch = epoch
 
     def retired(self, entry: ArchiveEntry) -> None:
         """A resource the event log just retired: the chip figures go on counting it, from
@@ -88,9 +100,16 @@ class ReportAssembly:
         scheduling: Mapping[str, ScheduledJob],
         observed_at: Mapping[str, int],
         now: int,
+        epoch: int = 0,
     ) -> Report:
         """The report at ``now``: every observed resource's summary, the histograms, the
-        chip-seconds down and the chip availability, all from the same history."""
+        chip-seconds down and the chip availability, all from the same history.
+
+        ``epoch``: the event log's (``EventLog.epoch``). When it changes, the history was
+        dropped and read again (this process stood by while another wrote it), so both
+        tallies start over from the archive and these records, as at start."""
+        if epoch != self._epoch:
+            self._start_over(epoch)
         if not self._archive_read:
             self._read_archive()
         for kind in self._kinds:

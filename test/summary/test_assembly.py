@@ -55,11 +55,11 @@ class History:
         Mapping[Kind, Mapping[str, Observation]], Mapping[Kind, Mapping[str, EventRecord]]
     ]
 
-    def __init__(self, store: MemoryEventStore | None = None) -> None:
+    def __init__(self, store: MemoryEventStore | None = None, holder: str = "a") -> None:
         self.store = store or MemoryEventStore()
         self.archive = Archive(self.store)
         self.assembly = ReportAssembly(KINDS, self.archive, unobserved_slack_ns=UNOBSERVED_SLACK_NS)
-        self.log = EventLog(self.store, KINDS, on_retired=self.assembly.retired)
+        self.log = EventLog(self.store, KINDS, holder=holder, on_retired=self.assembly.retired)
         self.observations: dict[Kind, Mapping[str, Observation]] = {}
 
     def record(self, now: int, pools: dict[str, Observation]) -> None:
@@ -75,6 +75,7 @@ class History:
             observations,
             records,
             coverage=self.log.coverage(),
+            epoch=self.log.epoch,
             scheduling={},
             observed_at={},
             now=now,
@@ -191,3 +192,22 @@ def test_an_unchanged_report_settles_no_summary_again(monkeypatch: pytest.Monkey
     assert count == 1 and len(settled) == count
     np = second.kind(Kind.NODEPOOL).summaries["np"]
     assert np.up_time == first.kind(Kind.NODEPOOL).summaries["np"].up_time + H
+
+
+def test_a_resource_another_leader_retired_is_counted_once_this_one_leads_again() -> None:
+    """Leadership moves to another replica and back: what it recorded meanwhile (``old``
+    interrupted and retired) is in the history this replica reads again, and both tallies
+    count it once, as at start."""
+    history = History()
+    history.record(T0, {"old": UP, "np": UP})
+    history.report(T0 + H)
+    history.log.hand_over()
+    other = History(history.store, holder="b")
+    other.record(T0 + 2 * H, {"old": DOWN, "np": UP})
+    other.record(T0 + 3 * H, {"old": UP, "np": UP})
+    other.record(T0 + 4 * H, {"np": UP})
+    other.log.hand_over()
+    report = history.report(T0 + 5 * H)
+    assert recoveries(report) == 1
+    # 1 h to 2 h and 4 h to 5 h nobody watched (unobserved): old up 2 h, down 1 h; np up 3 h
+    assert chip_ratio(report) == {("nodepool", "tpu-v6e-slice"): pytest.approx(5 / 6)}
