@@ -26,7 +26,7 @@ from megamon.observing.cluster import WorkloadObservers
 from megamon.observing.common import Settings
 from megamon.observing.owners import SliceOwners
 from megamon.publishing.joblabels import JobLabeler
-from megamon.recording.eventlog import EventLog
+from megamon.recording.eventlog import UNOBSERVED_SLACK_NS, EventLog
 from megamon.sources.gke.lister import GkeNodePoolLister, make_client
 from megamon.sources.kube.cluster import KubeCluster
 from megamon.sources.kube.configmaps import ConfigMapKey
@@ -35,6 +35,7 @@ from megamon.sources.kube.resources import JOBSETS, LEADERWORKERSETS, SLICES
 from megamon.sources.kube.watching import WatchSettings
 from megamon.stores.base import EventStore
 from megamon.stores.memory import MemoryEventStore
+from megamon.summary.assembly import ReportAssembly
 
 PROJECT, LOCATION, CLUSTER = "proj", "us-central2", "tpu-cluster"
 REF = f"projects/{PROJECT}/locations/{LOCATION}/clusters/{CLUSTER}"
@@ -376,10 +377,17 @@ class Megamon:
             OWNER_MAP_KEY,
         )
         self.store = store or MemoryEventStore()
+        assembly = ReportAssembly(kinds, self.store, unobserved_slack_ns=UNOBSERVED_SLACK_NS)
         self.aggregator = Aggregator(
             # One lease holder for every Megamon of a test: a restarted one takes its
             # predecessor's lease at once, as a restarted process does (``holder_gone``).
-            event_log=EventLog(self.store, required_kinds(frozenset(kinds)), holder=HOLDER),
+            event_log=EventLog(
+                self.store,
+                required_kinds(frozenset(kinds)),
+                holder=HOLDER,
+                on_retired=assembly.retired,
+            ),
+            assembly=assembly,
             cluster=self.cluster,
             pools=GkeNodePoolLister(
                 REF, make_client(world.gke.endpoint), deadline=5.0, initial_backoff=0.05
