@@ -234,18 +234,26 @@ class Aggregator:
         try:
             self._log.flush()
         except MegamonError as err:
-            if self._persist_failing_since is None:
-                self._persist_failing_since = self._monotonic()
-            log.error("cannot write history (kept in memory, retried): %s", err)
-            if self.store_unwritable():
-                log.error(
-                    "history in %s unwritable for %.0f s: not ready until a write lands",
-                    self._log.store.describe(),
-                    self._monotonic() - self._persist_failing_since,
-                )
+            self._persist_failed(str(err))
+            return False
+        failure = self._log.failure  # only the lease's renewal was due, and it was refused
+        if failure is not None:
+            self._persist_failed(failure)
             return False
         self._persist_failing_since = None
         return True
+
+    def _persist_failed(self, reason: str) -> None:
+        """Log a failed write; after ``UNWRITABLE_SECONDS`` of them readiness fails."""
+        if self._persist_failing_since is None:
+            self._persist_failing_since = self._monotonic()
+        log.error("cannot write history (kept in memory, retried): %s", reason)
+        if self.store_unwritable():
+            log.error(
+                "history in %s unwritable for %.0f s: not ready until a write lands",
+                self._log.store.describe(),
+                self._monotonic() - self._persist_failing_since,
+            )
 
     def observe_workloads_once(self) -> None:
         """React to a change of JobSets, LWS, Slices or nodes: record workload kinds now."""

@@ -118,17 +118,18 @@ class ObjectEventStore:
         return Snapshot(last_seen.records, None)
 
     def _decode(self, kind: Kind, name: str, data: bytes, generation: int) -> Snapshot:
+        digest = codec.file_digest(data)
         scanned = scan_event_file(data)  # the canonical layout, without a document in memory
         if scanned is not None:
-            return Snapshot(scanned, str(generation))
+            return Snapshot(scanned, str(generation), digest)
         try:
             records = codec.decode_event_file(data, self._backend.describe(name))
         except EventFileError as err:
             if self._read_only:
                 raise
             self._quarantine(kind, name, generation, err)
-            return Snapshot({}, str(generation))
-        return Snapshot(records, str(generation))
+            return Snapshot({}, str(generation), digest)
+        return Snapshot(records, str(generation), digest)
 
     def _quarantine(self, kind: Kind, name: str, generation: int, err: EventFileError) -> None:
         aside = f"{name}.corrupt-{timestamps.format_ns(self._clock())}"
@@ -146,9 +147,11 @@ class ObjectEventStore:
     def write(self, kind: Kind, records: Mapping[str, EventRecord], version: str | None) -> str:
         name = self._name(event_file(kind))
         expected = int(version) if version is not None else 0
-        generation = self._backend.upload(name, codec.encode_event_file(records), expected)
+        data = codec.encode_event_file(records)
+        generation = self._backend.upload(name, data, expected)
+        snapshot = Snapshot(dict(records), str(generation), codec.file_digest(data))
         with self._lock:
-            self._cache[kind] = (generation, Snapshot(dict(records), str(generation)))
+            self._cache[kind] = (generation, snapshot)
         return str(generation)
 
     def _archive_name(self, kind: Kind, key: str, suffix: str = "") -> str:
