@@ -18,6 +18,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from megamon.cli.main import main
@@ -31,6 +33,7 @@ from megamon.stores.base import EventStore
 from megamon.stores.factory import gcs_client
 from megamon.stores.gcs import GcsEventStore
 from megamon.stores.local import LocalEventStore
+from megamon.stores.memory import MemoryEventStore
 from megamon.telemetry import Instruments
 
 S = timestamps.NANOS_PER_SECOND
@@ -220,3 +223,48 @@ def test_a_lost_snapshot_the_log_cannot_rebuild_is_refused_and_never_overwritten
     assert registry.get_sample_value("megamon_history_refused", {"kind": "nodepool"}) == 0
     log.close()
     assert len(load_kind(side.store(), NP).history.records["np"]) == 6
+
+
+# A property: whatever the history, the log rebuilds exactly the file its mark covers --------
+
+HYPOTHESIS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+KEYS = ("a", "b", "c")
+Cycle = dict[str, tuple[bool, bool]]
+"""Per observed key: up, and (when down) failed. A key left out is retired that cycle."""
+
+
+@HYPOTHESIS
+@given(
+    cycles=st.lists(
+        st.dictionaries(st.sampled_from(KEYS), st.tuples(st.booleans(), st.booleans())),
+        min_size=1,
+        max_size=12,
+    ),
+    same_instant=st.lists(st.booleans(), min_size=12, max_size=12),
+    snapshots=st.lists(st.booleans(), min_size=12, max_size=12),
+)
+def test_any_history_written_by_megamon_is_rebuilt_whole_when_its_snapshot_is_lost(
+    cycles: list[Cycle], same_instant: list[bool], snapshots: list[bool]
+) -> None:
+    """Keys appearing, failing, recovering and retiring, cycles at one instant (a clock that
+    did not move: up and down again at one timestamp), snapshots at any point: with the file
+    deleted, the history read is the one megamon held, never a part of it."""
+    store, clock = MemoryEventStore(), Clock()
+    log = EventLog(store, [NP], clock=clock, snapshot_interval_s=0)
+    observed: set[str] = set()
+    for step, cycle in enumerate(cycles):
+        retiring = bool(observed - set(cycle))  # archives are named by their retirement time
+        if retiring or not same_instant[step]:
+            clock.now += S
+        observed = set(cycle)
+        batch = {
+            key: Observation.build(expected=1, ready=int(up), failed=failed and not up)
+            for key, (up, failed) in cycle.items()
+        }
+        log.append({NP: batch}, clock.now, flush=snapshots[step])
+    log.close()
+    held = dict(log.records()[NP])
+    store.objects.delete(FILE)
+    loaded = load_kind(MemoryEventStore(objects=store.objects), NP)  # a restart's reading
+    assert loaded.rebuilt
+    assert loaded.history.records == held
