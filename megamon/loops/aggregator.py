@@ -137,8 +137,9 @@ class Aggregator:
     def ready(self) -> bool:
         """A report exists and the history can be written: a store that refuses every write
         for ``UNWRITABLE_SECONDS`` fails readiness (its reason is logged every attempt), for
-        what it holds is lost at the next restart."""
-        return self._report is not None and not self.store_unwritable()
+        what it holds is lost at the next restart. A kind whose history is refused (its
+        snapshot does not match its mark) fails it too: that kind is not being recorded."""
+        return self._report is not None and not self.store_unwritable() and not self._log.refused
 
     def store_unwritable(self) -> bool:
         since = self._persist_failing_since

@@ -175,6 +175,12 @@ class EventLog:
             )
 
     @property
+    def refused(self) -> list[Kind]:
+        """The kinds whose history is refused (``HistoryRefused``): nothing of them is
+        recorded until their snapshot is restored."""
+        return sorted(self._refused)
+
+    @property
     def failure(self) -> str | None:
         """Why the store refused a write of the latest flush (a segment, snapshot, archive or
         the writer lease's renewal), ``None`` when none was refused."""

@@ -209,7 +209,7 @@ def test_a_lost_snapshot_the_log_cannot_rebuild_is_refused_and_never_overwritten
     log = restarted(side, registry, clock)
     with pytest.raises(StoreError, match="no longer holds"):
         log.append({NP: {"np": observed(up=True)}}, clock.now)
-    assert not log.ready  # the service's readiness waits for every kind
+    assert not log.ready and log.refused == [NP]  # readiness: every kind, none refused
     assert registry.get_sample_value("megamon_history_refused", {"kind": "nodepool"}) == 1
     clock.now += S
     log.flush()
@@ -219,7 +219,7 @@ def test_a_lost_snapshot_the_log_cannot_rebuild_is_refused_and_never_overwritten
     side.put(FILE, kept)  # the operator restores the file: taken up at the next retry
     clock.now += REFUSED_RETRY_NS
     log.append({NP: {"np": observed(up=True)}}, clock.now)
-    assert log.ready
+    assert log.ready and log.refused == []
     assert registry.get_sample_value("megamon_history_refused", {"kind": "nodepool"}) == 0
     log.close()
     assert len(load_kind(side.store(), NP).history.records["np"]) == 6
