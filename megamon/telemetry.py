@@ -60,6 +60,34 @@ class Instruments:
             "nothing (it takes over when the lease lapses or is released), else 0.",
             registry=registry,
         )
+        self.history_refused = Gauge(
+            f"{prefix}_history_refused",
+            "1 while a kind's history is refused: its snapshot is missing or not the one its "
+            "mark covers, and the log no longer holds what the mark covers. Nothing of the "
+            "kind is recorded (the service is not ready) until the file is restored.",
+            [LABEL_KIND],
+            registry=registry,
+        )
+        self.history_rebuilds = Counter(
+            f"{prefix}_history_rebuilds",
+            "Kinds whose history was rebuilt from the log at load, because their snapshot was "
+            "missing or not the one its mark covers.",
+            [LABEL_KIND],
+            registry=registry,
+        )
+        self.history_write_failures = Counter(
+            f"{prefix}_history_write_failures",
+            "Writes of the history the store refused (segments, snapshots, archives, the "
+            "writer lease's renewal): a full disk, a store outage. What was not written is "
+            "kept in memory and written again.",
+            registry=registry,
+        )
+        self.history_last_write = Gauge(
+            f"{prefix}_history_last_write_timestamp_seconds",
+            "When a write of the history (a segment or a snapshot) last landed, in seconds "
+            "since the epoch; 0 before the first (or while standing by).",
+            registry=registry,
+        )
 
         self.gke_latency = Histogram(
             f"{prefix}_gke_latency_seconds",
@@ -82,8 +110,9 @@ class Instruments:
             registry=registry,
         )
         for kind in kinds:
-            for counter in (self.corrupt_objects, self.store_conflicts):
+            for counter in (self.corrupt_objects, self.store_conflicts, self.history_rebuilds):
                 counter.labels(kind=kind.value)
+            self.history_refused.labels(kind=kind.value)
             for reason in sorted(REASONS):
                 self.observation_errors.labels(kind=kind.value, reason=reason)
 

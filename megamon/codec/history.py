@@ -25,6 +25,7 @@ Summaries and reports have their own module, ``megamon.codec.report``.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -219,6 +220,12 @@ def encode_event_file(records: Mapping[str, EventRecord]) -> bytes:
         for key in sorted(records)
     )
     return ("{" + body + "}").encode()
+
+
+def file_digest(data: bytes) -> str:
+    """The SHA-256 of an event file's bytes, as a snapshot mark records it: a file deleted,
+    restored from an older copy or edited by hand no longer matches its mark."""
+    return hashlib.sha256(data).hexdigest()
 
 
 def encode_archive_entry(entry: ArchiveEntry) -> bytes:

@@ -168,23 +168,44 @@ class SegmentError(EventFileError):
 class SnapshotMark:
     """What a snapshot (the Go-format event file) covers, kept where the Go megamon does not
     look: the event file's generation it was written as, the last segment folded into it, the
-    attributes of its keys and the spans megamon was observing."""
+    attributes of its keys and the spans megamon was observing.
+
+    ``digest`` (since v0.2.0) is the SHA-256 of the event file's bytes, so a file deleted,
+    restored from an older copy or edited is told from the one the mark covers, whatever
+    generation the store gives it. ``previous`` is the snapshot before it (its ``covers`` and
+    ``digest``): the mark is written before the file, so a process stopped in between leaves
+    the previous file, which the mark still vouches for. Marks from before v0.2.0 carry
+    neither."""
 
     generation: int
     covers: str
     attrs: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     observed: tuple[tuple[int, int], ...] = ()
+    digest: str | None = None
+    previous: MarkedFile | None = None
+
+
+@dataclass(frozen=True)
+class MarkedFile:
+    """One event file a mark vouches for: its digest and the last segment it holds (``""``:
+    none, every segment is folded onto it)."""
+
+    covers: str
+    digest: str
 
 
 def encode_mark(mark: SnapshotMark) -> bytes:
-    return orjson.dumps(
-        {
-            "generation": mark.generation,
-            "covers": mark.covers,
-            "attrs": {k: dict(v) for k, v in sorted(mark.attrs.items())},
-            "observed": [list(span) for span in mark.observed],
-        }
-    )
+    document: dict[str, object] = {
+        "generation": mark.generation,
+        "covers": mark.covers,
+        "attrs": {k: dict(v) for k, v in sorted(mark.attrs.items())},
+        "observed": [list(span) for span in mark.observed],
+    }
+    if mark.digest is not None:
+        document["digest"] = mark.digest
+    if mark.previous is not None:
+        document["previous"] = {"covers": mark.previous.covers, "digest": mark.previous.digest}
+    return orjson.dumps(document)
 
 
 def decode_mark(data: bytes, source: str) -> SnapshotMark:
@@ -205,7 +226,25 @@ def decode_mark(data: bytes, source: str) -> SnapshotMark:
         if type(span) is not list or len(span) != 2 or not all(type(t) is int for t in span):
             raise EventFileError(source, "'observed' must be a list of [since, until] pairs")
         spans.append((span[0], span[1]))
-    return SnapshotMark(generation, covers, attrs, tuple(spans))
+    digest = raw.get("digest")
+    if digest is not None and type(digest) is not str:
+        raise EventFileError(source, "'digest' must be a string")
+    return SnapshotMark(
+        generation, covers, attrs, tuple(spans), digest, _decode_previous(raw, source)
+    )
+
+
+def _decode_previous(raw: dict[str, Any], source: str) -> MarkedFile | None:
+    previous = raw.get("previous")
+    if previous is None:
+        return None
+    if (
+        type(previous) is not dict
+        or type(previous.get("covers")) is not str
+        or type(previous.get("digest")) is not str
+    ):
+        raise EventFileError(source, "'previous' needs string 'covers' and 'digest'")
+    return MarkedFile(previous["covers"], previous["digest"])
 
 
 # --- the writer lease ------------------------------------------------------------------------

@@ -138,8 +138,9 @@ class Aggregator:
     def ready(self) -> bool:
         """A report exists and the history can be written: a store that refuses every write
         for ``UNWRITABLE_SECONDS`` fails readiness (its reason is logged every attempt), for
-        what it holds is lost at the next restart."""
-        return self._report is not None and not self.store_unwritable()
+        what it holds is lost at the next restart. A kind whose history is refused (its
+        snapshot does not match its mark) fails it too: that kind is not being recorded."""
+        return self._report is not None and not self.store_unwritable() and not self._log.refused
 
     def store_unwritable(self) -> bool:
         since = self._persist_failing_since
@@ -238,18 +239,26 @@ class Aggregator:
         try:
             self._log.flush()
         except MegamonError as err:
-            if self._persist_failing_since is None:
-                self._persist_failing_since = self._monotonic()
-            log.error("cannot write history (kept in memory, retried): %s", err)
-            if self.store_unwritable():
-                log.error(
-                    "history in %s unwritable for %.0f s: not ready until a write lands",
-                    self._log.store.describe(),
-                    self._monotonic() - self._persist_failing_since,
-                )
+            self._persist_failed(str(err))
+            return False
+        failure = self._log.failure  # only the lease's renewal was due, and it was refused
+        if failure is not None:
+            self._persist_failed(failure)
             return False
         self._persist_failing_since = None
         return True
+
+    def _persist_failed(self, reason: str) -> None:
+        """Log a failed write; after ``UNWRITABLE_SECONDS`` of them readiness fails."""
+        if self._persist_failing_since is None:
+            self._persist_failing_since = self._monotonic()
+        log.error("cannot write history (kept in memory, retried): %s", reason)
+        if self.store_unwritable():
+            log.error(
+                "history in %s unwritable for %.0f s: not ready until a write lands",
+                self._log.store.describe(),
+                self._monotonic() - self._persist_failing_since,
+            )
 
     def observe_workloads_once(self) -> None:
         """React to a change of JobSets, LWS, Slices or nodes: record workload kinds now."""

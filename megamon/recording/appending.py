@@ -18,6 +18,10 @@ event further ahead of ``now`` than any clock skew is a bad timestamp, not a ske
 following it would stamp every later event of the key at that time for good (one event in
 year 9999 poisoning the key's whole future). The new event then gets ``now``; the summarizer
 counts the impossible period as zero and ``anomalies`` names it.
+
+An event that would repeat one of the same flags at the record's last instant (up, then down
+again, before the clock moved) is stamped a nanosecond later: the log identifies an event by
+key, timestamp and state, and would fold the repeat into the first one on reading it back.
 """
 
 from __future__ import annotations
@@ -72,9 +76,22 @@ def next_record(record: EventRecord | None, observation: Observation, now: int) 
     ):
         return record
     new_flags = FLAG_UP if observation.up else _down_flags(observation)
-    return EventRecord.trusted(
-        (*record.timestamps, stamp(now, last_ts)), record.flags + bytes((new_flags,))
-    )
+    ts = stamp(now, last_ts)
+    if ts == last_ts and _repeats(record, new_flags):
+        ts += 1  # the log tells events apart by timestamp and state: keep this one distinct
+    return EventRecord.trusted((*record.timestamps, ts), record.flags + bytes((new_flags,)))
+
+
+def _repeats(record: EventRecord, flags: int) -> bool:
+    """Whether an event with ``flags`` is among those at the record's last timestamp: a
+    second one at that instant would read back from the log as the first (replay.py)."""
+    last = record.timestamps[-1]
+    for ts, earlier in zip(reversed(record.timestamps), reversed(record.flags), strict=True):
+        if ts != last:
+            return False
+        if earlier == flags:
+            return True
+    return False
 
 
 def _held_down(record: EventRecord, observation: Observation, now: int) -> EventRecord:

@@ -29,8 +29,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from megamon.codec import history as codec
 from megamon.codec.log import (
     TYPE_ATTRS,
     TYPE_EVENT,
@@ -38,6 +39,7 @@ from megamon.codec.log import (
     TYPE_RETIRED,
     LeaseHolder,
     LogLine,
+    MarkedFile,
     SnapshotMark,
     encode_mark,
     encode_segment,
@@ -48,7 +50,7 @@ from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
 from megamon.errors import Conflict, StoreError
 from megamon.recording.appending import Reconciled, reconcile
-from megamon.recording.loading import LoadedKind, load_kind
+from megamon.recording.loading import HistoryRefused, LoadedKind, load_kind
 from megamon.recording.replay import add_span, union_records
 from megamon.stores.base import EventStore
 from megamon.stores.lease import DEFAULT_LEASE_SECONDS, this_process, writer_lease
@@ -63,6 +65,10 @@ DEFAULT_SNAPSHOT_INTERVAL_S = 900.0
 this far behind, and start-up folds at most this much of the log."""
 DEFAULT_HEARTBEAT_S = 60.0
 """A kind with nothing new still writes a heartbeat this often, so a restart knows the gap."""
+REFUSED_RETRY_NS = 60 * timestamps.NANOS_PER_SECOND
+"""A kind refused at load (its snapshot does not match its mark) is read again this often,
+so a restored file is taken up without a restart and a refused one is not re-read every
+cycle."""
 UNOBSERVED_SLACK_NS = 2 * int(DEFAULT_HEARTBEAT_S) * timestamps.NANOS_PER_SECOND
 """A running megamon's last heartbeat may be this old; after that, a report counts the time
 as unobserved (megamon stopped). One rule for the one-history and the fleet reports."""
@@ -137,6 +143,8 @@ class EventLog:
         self._records: dict[Kind, Mapping[str, EventRecord]] = {}
         self._standing_by = False
         self._epoch = 0
+        self._refused: dict[Kind, tuple[int, HistoryRefused]] = {}
+        self._failure: str | None = None
 
     @property
     def store(self) -> EventStore:
@@ -181,6 +189,18 @@ class EventLog:
                 for s in self._kinds.values()
             )
 
+    @property
+    def refused(self) -> list[Kind]:
+        """The kinds whose history is refused (``HistoryRefused``): nothing of them is
+        recorded until their snapshot is restored."""
+        return sorted(self._refused)
+
+    @property
+    def failure(self) -> str | None:
+        """Why the store refused a write of the latest flush (a segment, snapshot, archive or
+        the writer lease's renewal), ``None`` when none was refused."""
+        return self._failure
+
     def records(self) -> Mapping[Kind, Mapping[str, EventRecord]]:
         """The live records of every kind, as of the latest batch (an immutable view)."""
         with self._lock:
@@ -208,6 +228,8 @@ class EventLog:
         except StoreError as err:
             if not self._lease.held:
                 log.error("cannot read the writer lease %s: %s", self._lease.describe(), err)
+            else:
+                self._write_failed(f"writer lease {self._lease.describe()}: {err}")
             return self._lease.held
         if not held:
             self._stand_by()
@@ -240,13 +262,32 @@ class EventLog:
     def _state(self, kind: Kind) -> _KindState:
         state = self._kinds.get(kind)
         if state is None:
-            loaded = load_kind(self._store, kind)
+            loaded = self._load(kind)
             state = self._kinds[kind] = _KindState(
                 loaded=loaded,
                 snapshot_due=self._clock() + self._snapshot_ns,
                 unsnapshotted=loaded.segments_read > 0,
             )
         return state
+
+    def _load(self, kind: Kind) -> LoadedKind:
+        """Read a kind; one refused (``HistoryRefused``) stays refused, and is said so in
+        ``megamon_history_refused``, until a read ``REFUSED_RETRY_NS`` later succeeds."""
+        clock = self._clock()
+        refused = self._refused.get(kind)
+        if refused is not None and clock < refused[0]:
+            raise refused[1]
+        try:
+            loaded = load_kind(self._store, kind)
+        except HistoryRefused as err:
+            self._refused[kind] = (clock + REFUSED_RETRY_NS, err)
+            self._instruments.history_refused.labels(kind=kind.value).set(1)
+            raise
+        if self._refused.pop(kind, None) is not None:
+            self._instruments.history_refused.labels(kind=kind.value).set(0)
+        if loaded.rebuilt:
+            self._instruments.history_rebuilds.labels(kind=kind.value).inc()
+        return loaded
 
     def append(self, batch: Batch, now: int, *, flush: bool = True) -> dict[Kind, Reconciled]:
         """Record one batch of observations at ``now``; with ``flush``, persist it too.
@@ -336,6 +377,7 @@ class EventLog:
         some could not be (they stay queued). ``final``: a heartbeat up to the latest batch
         too, due or not (shutdown)."""
         with self._flush_lock:
+            self._failure = None
             if not self._kinds or not self._writable():
                 return
             if not self._confirmed():
@@ -357,6 +399,7 @@ class EventLog:
                     self._stand_by()
                     return
                 except StoreError as err:
+                    self._write_failed(f"{kind}: {err}")
                     errors.append(f"{kind}: {err}")
             if errors:
                 raise StoreError("; ".join(errors))
@@ -371,6 +414,15 @@ class EventLog:
             raise StoreError(f"cannot confirm the writer lease: {err}") from None
         self._stand_by()
         return False
+
+    def _write_failed(self, reason: str) -> None:
+        """Count a write the store refused (a full disk, an outage); the aggregator turns a
+        minute of them into a failed readiness probe."""
+        self._failure = reason
+        self._instruments.history_write_failures.inc()
+
+    def _written(self) -> None:
+        self._instruments.history_last_write.set(self._clock() / timestamps.NANOS_PER_SECOND)
 
     def _flush_kind(self, kind: Kind, state: _KindState, final: bool = False) -> None:
         with self._lock:
@@ -389,6 +441,7 @@ class EventLog:
         date = max(date_of(clock), covers.date if covers is not None else "")
         name = SegmentName((covers.sequence if covers is not None else 0) + 1, date)
         self._store.log.create(kind, name, encode_segment(self._cluster, kind.value, lines))
+        self._written()
         with self._lock:
             del state.pending[:taken]
             for key in retired:
@@ -431,27 +484,41 @@ class EventLog:
             records, attrs = history.records, dict(history.attrs)
             observed, covers = tuple(history.observed), state.loaded.covers
             expected = state.loaded.file_generation
+            previous = state.loaded.file
         if covers is None:
             return
-        generation, written = self._write_snapshot(kind, records, expected)
-        mark = SnapshotMark(generation, covers.text(), attrs, observed)
-        self._store.log.write_mark(kind, encode_mark(mark))
+        mark = SnapshotMark(0, covers.text(), attrs, observed, previous=previous)
+        generation, written, digest = self._write_snapshot(kind, records, expected, mark)
+        marked = replace(mark, generation=generation, digest=digest)
+        self._store.log.write_mark(kind, encode_mark(marked))
+        self._written()
         with self._lock:
             state.loaded.file_generation = generation
+            state.loaded.file = MarkedFile(covers.text(), digest)
             if written is not records:  # another program's events were found: keep them
                 state.loaded.history.records = union_records(history.records, written)
                 self._records = {**self._records, kind: state.loaded.history.records}
             state.unsnapshotted = state.loaded.covers != covers
 
     def _write_snapshot(
-        self, kind: Kind, records: Mapping[str, EventRecord], expected: int | None
-    ) -> tuple[int, Mapping[str, EventRecord]]:
+        self,
+        kind: Kind,
+        records: Mapping[str, EventRecord],
+        expected: int | None,
+        mark: SnapshotMark,
+    ) -> tuple[int, Mapping[str, EventRecord], str]:
+        """Write the event file, compare-and-swap. Before each attempt the mark is written
+        with the digest of the file about to be written (``mark.previous`` still vouching for
+        the one there), so whichever of the two a crash leaves is one the mark names."""
         for _ in range(self._max_attempts):
+            digest = codec.file_digest(codec.encode_event_file(records))
+            intent = replace(mark, generation=expected or 0, digest=digest)
+            self._store.log.write_mark(kind, encode_mark(intent))
             try:
                 version = self._store.write(
                     kind, records, str(expected) if expected is not None else None
                 )
-                return int(version), records
+                return int(version), records, digest
             except Conflict:
                 self._instruments.store_conflicts.labels(kind=kind.value).inc()
                 theirs = self._store.read(kind)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from megamon.domain.events import ArchiveEntry, EventRecord
@@ -20,6 +20,8 @@ class Snapshot:
 
     records: Mapping[str, EventRecord]
     version: str | None
+    digest: str | None = field(default=None, compare=False)
+    """The SHA-256 of the file's bytes (``None``: no file), checked against its mark."""
 
 
 class EventStore(Protocol):

@@ -2,9 +2,12 @@
 
 The directory stands for ``<bucket>/<EventsBucketPath>``: it holds the event files
 themselves (``node-pools.json``, …), ``archive/`` and ``reports/``. Each object's generation
-is kept beside it (``.<name>.generation``). Writes go to a temporary file that is fsynced and
-renamed into place, so a crash leaves the old file or the new one, never half of one; a file
-lock makes compare-and-swap safe between processes on one host.
+is kept beside it (``.<name>.generation``), with the file's fingerprint as written (size,
+mtime, ctime, inode): a file changed by anything else — edited by hand, copied over — no
+longer matches it and gets a generation of its own, so a compare-and-swap against the one
+megamon wrote conflicts instead of overwriting the change. Writes go to a temporary file that
+is fsynced and renamed into place, so a crash leaves the old file or the new one, never half
+of one; a file lock makes compare-and-swap safe between processes on one host.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -56,12 +60,18 @@ class LocalObjects:
 
     def _generation(self, name: str) -> int | None:
         path, gen_path = self._paths(name)
-        if not path.exists():
+        try:
+            found = _fingerprint(path)
+        except FileNotFoundError:
             return None
         try:
-            return int(gen_path.read_text())
+            counter, *recorded = gen_path.read_text().split()
+            written = int(counter)
         except (OSError, ValueError):
-            return 1  # a file placed by hand (or by a copy of a bucket) is generation 1
+            return _changed(0, found)  # placed by hand, or by a copy of a bucket
+        if recorded and recorded != found:
+            return _changed(written, found)
+        return written  # as written (a generation file from before fingerprints: trusted)
 
     def generation(self, name: str) -> int | None:
         if not self._root.is_dir():
@@ -98,7 +108,8 @@ class LocalObjects:
                 )
             path.parent.mkdir(parents=True, exist_ok=True)
             _atomic_write(path, data)
-            _atomic_write(gen_path, str(current + 1).encode())
+            recorded = " ".join((str(current + 1), *_fingerprint(path)))
+            _atomic_write(gen_path, recorded.encode())
             return current + 1
 
     def copy(self, name: str, new_name: str, generation: int) -> None:
@@ -140,6 +151,19 @@ class LocalObjects:
             if generation is not None:
                 found.append(Listed(name, generation, size))
         return found
+
+
+def _fingerprint(path: Path) -> list[str]:
+    """What changes whenever a file's content is replaced or written in place: size, mtime,
+    ctime (which no tool can set back) and inode."""
+    stat = path.stat()
+    return [str(stat.st_size), str(stat.st_mtime_ns), str(stat.st_ctime_ns), str(stat.st_ino)]
+
+
+def _changed(written: int, found: list[str]) -> int:
+    """The generation of a file changed outside megamon since generation ``written``: above
+    it, so that generations only grow, and different for each change."""
+    return written + 1 + zlib.crc32(" ".join(found).encode())
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

@@ -1,8 +1,9 @@
 """``ObjectEventStore``: the event store over any object backend.
 
 Layout (the bucket's, or a directory's): ``<path>/<event file>`` per kind, and
-``<path>/archive/<kind>/<key>.json`` per retired resource; a key retired again later gets
-``<key>@<retired-at ns>.json`` so no retirement ever replaces another.
+``<path>/archive/<kind>/<key>.json`` per retired resource; a key retired again in a later
+lifetime (other events) gets ``<key>@<retired-at ns>.json`` so no retirement ever replaces
+another, and a lifetime already archived is never archived twice.
 
 Three rules protect the history:
 - reads are cached by generation, so an unchanged file is never downloaded twice;
@@ -118,17 +119,18 @@ class ObjectEventStore:
         return Snapshot(last_seen.records, None)
 
     def _decode(self, kind: Kind, name: str, data: bytes, generation: int) -> Snapshot:
+        digest = codec.file_digest(data)
         scanned = scan_event_file(data)  # the canonical layout, without a document in memory
         if scanned is not None:
-            return Snapshot(scanned, str(generation))
+            return Snapshot(scanned, str(generation), digest)
         try:
             records = codec.decode_event_file(data, self._backend.describe(name))
         except EventFileError as err:
             if self._read_only:
                 raise
             self._quarantine(kind, name, generation, err)
-            return Snapshot({}, str(generation))
-        return Snapshot(records, str(generation))
+            return Snapshot({}, str(generation), digest)
+        return Snapshot(records, str(generation), digest)
 
     def _quarantine(self, kind: Kind, name: str, generation: int, err: EventFileError) -> None:
         aside = f"{name}.corrupt-{timestamps.format_ns(self._clock())}"
@@ -146,31 +148,49 @@ class ObjectEventStore:
     def write(self, kind: Kind, records: Mapping[str, EventRecord], version: str | None) -> str:
         name = self._name(event_file(kind))
         expected = int(version) if version is not None else 0
-        generation = self._backend.upload(name, codec.encode_event_file(records), expected)
+        data = codec.encode_event_file(records)
+        generation = self._backend.upload(name, data, expected)
+        snapshot = Snapshot(dict(records), str(generation), codec.file_digest(data))
         with self._lock:
-            self._cache[kind] = (generation, Snapshot(dict(records), str(generation)))
+            self._cache[kind] = (generation, snapshot)
         return str(generation)
 
     def _archive_name(self, kind: Kind, key: str, suffix: str = "") -> str:
         return self._name(ARCHIVE_DIR, kind.value, archive_stem(key) + suffix + ".json")
 
     def archive(self, entry: ArchiveEntry) -> str:
+        """Archive ``entry`` once per lifetime: a retirement whose events are already
+        archived (a process killed between archiving a key and recording its retirement
+        archives it again when it restarts, later) writes nothing and returns that object."""
         kind = Kind(entry.kind)
         data = codec.encode_archive_entry(entry)
-        for name in (
-            self._archive_name(kind, entry.key),
-            self._archive_name(kind, entry.key, f"@{entry.retired_at}"),
-        ):
-            try:
-                self._backend.upload(name, data, 0)
-                return name
-            except Conflict:
-                if self._same_content(name, data):
-                    return name  # written before, e.g. by a retried cycle
+        first = self._archive_name(kind, entry.key)
+        try:
+            self._backend.upload(first, data, 0)
+            return first
+        except Conflict:
+            pass
+        same = self._archived_lifetime(kind, entry)
+        if same is not None:
+            return same
+        again = self._archive_name(kind, entry.key, f"@{entry.retired_at}")
+        try:
+            self._backend.upload(again, data, 0)
+            return again
+        except Conflict:
+            if self._same_content(again, data):
+                return again  # written before, e.g. by a retried cycle
         raise StoreError(
             f"archive of {entry.kind} {entry.key!r} retired at "
             f"{timestamps.format_ns(entry.retired_at)} exists with other content"
         )
+
+    def _archived_lifetime(self, kind: Kind, entry: ArchiveEntry) -> str | None:
+        """The object already archiving ``entry``'s lifetime (the same events), if any."""
+        for name, archived in self._archive_entries(kind, entry.key):
+            if archived.record == entry.record:
+                return name
+        return None
 
     def _same_content(self, name: str, data: bytes) -> bool:
         generation = self._backend.generation(name)
@@ -200,6 +220,10 @@ class ObjectEventStore:
         return codec.decode_archive_entry(data, self._backend.describe(name)).key
 
     def read_archive(self, kind: Kind, key: str) -> list[ArchiveEntry]:
+        return _one_per_retirement([entry for _, entry in self._archive_entries(kind, key)])
+
+    def _archive_entries(self, kind: Kind, key: str) -> list[tuple[str, ArchiveEntry]]:
+        """Every archive object of ``key`` (``<key>.json``, ``<key>@<ns>.json``), decoded."""
         base = self._archive_name(kind, key).removesuffix(".json")
         entries = []
         for name in self._backend.list(base):
@@ -210,8 +234,8 @@ class ObjectEventStore:
             if generation is None:
                 continue
             data = self._backend.download(name, generation)
-            entries.append(codec.decode_archive_entry(data, self._backend.describe(name)))
-        return _one_per_retirement(entries)
+            entries.append((name, codec.decode_archive_entry(data, self._backend.describe(name))))
+        return entries
 
 
 def _one_per_retirement(entries: list[ArchiveEntry]) -> list[ArchiveEntry]:

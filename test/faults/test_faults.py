@@ -147,11 +147,11 @@ def test_two_replicas_with_leader_election(fresh_rig: Rig, clean_history: Histor
 def test_megamon_killed_in_the_middle_of_a_snapshot_then_restarted(
     fresh_rig: Rig, clean_history: History
 ) -> None:
-    """megamon snapshots every 3 s. Its second snapshot (the first compare-and-swap write of
-    node-pools.json onto an existing generation) is held by a stall and megamon is killed with
-    SIGKILL in the middle of it, then restarted. The event file is the old one or the new one,
-    never half of one (GCS has no partial objects); the restart reads it and the segments
-    after it, whichever mark it finds."""
+    """megamon snapshots every 3 s. Its second snapshot (its first compare-and-swap write: the
+    mark naming the new node-pools.json, written before the file) is held by a stall and
+    megamon is killed with SIGKILL in the middle of it, then restarted. The event file is the
+    old one or the new one, never half of one (GCS has no partial objects), and the mark
+    vouches for either: the restart reads it and the segments after it."""
     restarted: dict[str, float] = {}
 
     def kill_mid_snapshot(r: Rig) -> None:

@@ -73,6 +73,15 @@ def test_clock_skew_never_writes_an_earlier_event() -> None:
     assert got.events[-1] == UpEvent(up=False, ts=T0 + 2 * H)
 
 
+def test_down_again_before_the_clock_moved_is_a_nanosecond_later() -> None:
+    """Up and down at one instant: the second down would read back from the log as the
+    first (an event is its key, timestamp and state), leaving the key up after a restart."""
+    first = next_record(None, UP, T0)  # down@T0, up@T0
+    got = next_record(first, DOWN, T0)
+    assert [(e.up, e.ts) for e in got.events] == [(False, T0), (True, T0), (False, T0 + 1)]
+    assert next_record(got, UP, T0).events[-1] == UpEvent(up=True, ts=T0 + 1)  # a new instant
+
+
 def test_reconcile_reports_changes_and_retires_unobserved_keys() -> None:
     records = {"a": record(down(0)), "b": record(down(0), up(M)), "gone": record(down(0))}
     result = reconcile(records, {"a": UP, "b": UP, "new": DOWN}, NOW)

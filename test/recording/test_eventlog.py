@@ -15,7 +15,7 @@ from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
 from megamon.errors import StoreError
 from megamon.recording.eventlog import EventLog
-from megamon.recording.loading import load_kind
+from megamon.recording.loading import LoadedKind, load_kind, read_mark
 from megamon.stores.base import Snapshot
 from megamon.stores.memory import MemoryEventStore
 
@@ -314,9 +314,53 @@ def test_killed_between_the_snapshot_and_its_mark_the_restart_reads_each_event_o
     with pytest.raises(SystemExit):
         log.append({NP: {"np": DOWN}}, clock.now)  # segment 3, then the snapshot: killed
     store = MemoryEventStore(objects=crashing.objects)
-    assert store.objects.generation("node-pools.json") is not None
-    assert store.objects.generation("log/snapshots/node-pools.json") is None
+    mark = read_mark(store, NP)
+    assert mark is not None and mark.digest == store.read(NP).digest  # written first
     assert _events(store, "np") == [(0, 0), (1, 1), (11, 0)]
+    assert not load_kind(store, NP).rebuilt
+
+
+class _CrashBeforeFile(MemoryEventStore):
+    """Dies (as kill -9 would) after the mark, before the event file it announces."""
+
+    crash = False
+
+    def write(self, kind: Kind, records: Mapping[str, EventRecord], version: str | None) -> str:
+        if self.crash:
+            raise SystemExit("killed before writing the event file")
+        return super().write(kind, records, version)
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["first snapshot", "a later snapshot"])
+def test_killed_between_the_mark_and_its_snapshot_the_restart_reads_each_event_once(
+    first: bool,
+) -> None:
+    """The mark names the file about to be written and still vouches for the one before it:
+    the file a crash leaves (none, or the previous one) is trusted, nothing is rebuilt."""
+    crashing, clock = _CrashBeforeFile(), Clock()
+    log = _log(crashing, clock, snapshot_interval_s=10)
+    log.append({NP: {"np": DOWN}}, T)
+    if not first:
+        clock.now += 11 * S  # the next flush snapshots: the previous file
+    log.append({NP: {"np": UP}}, T + S)
+    assert (crashing.read(NP).digest is None) is first
+    clock.now += 11 * S
+    crashing.crash = True
+    with pytest.raises(SystemExit):
+        log.append({NP: {"np": DOWN}}, clock.now)
+    store = MemoryEventStore(objects=crashing.objects)
+    loaded = load_kind(store, NP)
+    assert [((t - T) // S, f) for t, f in zip(*_columns(loaded), strict=True)] == [
+        (0, 0),
+        (1, 1),
+        (11 if first else 22, 0),
+    ]
+    assert loaded.rebuilt is first  # no file at all: the log holds the whole history
+
+
+def _columns(loaded: LoadedKind) -> tuple[tuple[int, ...], bytes]:
+    record = loaded.history.records["np"]
+    return record.timestamps, record.flags
 
 
 def test_a_quiet_history_is_still_snapshotted_when_due() -> None:

@@ -250,14 +250,51 @@ def test_a_retirement_archived_twice_is_one_retirement(harness: Harness) -> None
     store = harness.store()
     record = EventRecord.trusted((T, T + 1), bytes((0, 1)))
     first = ArchiveEntry(kind="nodepool", key="b", retired_at=T + 5, attrs={}, record=record)
-    store.archive(first)
-    store.archive(first.model_copy(update={"retired_at": T + 60}))
-    store.archive(first)  # and the very same entry once more: the same object
+    name = store.archive(first)
+    assert store.archive(first.model_copy(update={"retired_at": T + 60})) == name
+    assert store.archive(first) == name  # and the very same entry once more: the same object
     assert store.read_archive(Kind.NODEPOOL, "b") == [first]
+    assert [n for n in harness.names() if n.startswith("archive/")] == ["archive/nodepool/b.json"]
     relived = EventRecord.trusted((T + 100, T + 101), bytes((0, 1)))  # a later lifetime
     second = first.model_copy(update={"retired_at": T + 200, "record": relived})
     store.archive(second)
+    assert store.archive(second.model_copy(update={"retired_at": T + 260})) != name
     assert store.read_archive(Kind.NODEPOOL, "b") == [first, second]
+    assert [n for n in harness.names() if n.startswith("archive/")] == [
+        "archive/nodepool/b.json",
+        f"archive/nodepool/b@{T + 200}.json",
+    ]
+
+
+class _KilledAfterArchiving:
+    """A store whose process dies (as kill -9 would) right after archiving, before the
+    segment that retires the key."""
+
+    def __init__(self, inner: EventStore) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def archive(self, entry: ArchiveEntry) -> str:
+        self._inner.archive(entry)
+        raise SystemExit("killed after archiving")
+
+
+def test_killed_while_archiving_the_restart_archives_nothing_new(harness: Harness) -> None:
+    """The restart still holds the key (its retirement was never written) and retires it
+    again, later, with the same events: one archive object, one retirement."""
+    dying: Any = _KilledAfterArchiving(harness.store())
+    log = EventLog(dying, [Kind.NODEPOOL])
+    log.append({Kind.NODEPOOL: {"a": up("a"), "b": up("b")}}, T)
+    with pytest.raises(SystemExit):
+        log.append({Kind.NODEPOOL: {"a": up("a")}}, T + 5)
+    restarted = EventLog(harness.second_store(), [Kind.NODEPOOL])  # the same holder: taken over
+    restarted.append({Kind.NODEPOOL: {"a": up("a")}}, T + 60)
+    restarted.close()
+    assert [n for n in harness.names() if n.startswith("archive/")] == ["archive/nodepool/b.json"]
+    [entry] = harness.store().read_archive(Kind.NODEPOOL, "b")
+    assert entry.retired_at == T + 5
 
 
 def test_a_retired_resource_is_archived_with_its_last_attrs(harness: Harness) -> None:
