@@ -40,10 +40,8 @@ from typing import Any
 import duckdb
 import orjson
 
-T_EVENT = 0
-T_ATTRS = 1
-T_RETIRED = 2
-T_OBSERVED = 3
+from megamon.codec.log_sql import T_EVENT, T_RETIRED
+
 MANIFEST = "manifest.json"
 KEYS = "keys.parquet"
 SegmentStamp = tuple[int, int]

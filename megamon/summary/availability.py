@@ -103,6 +103,12 @@ _NAME_ATTRS: dict[Kind, tuple[str, ...]] = {
 }
 
 
+def name_attrs(kind: Kind) -> tuple[str, ...]:
+    """The attrs that name a resource of ``kind`` for humans, joined with "/" (for the
+    engines that read attributes themselves, such as the fleet report's SQL)."""
+    return _NAME_ATTRS.get(kind, _DESCRIBED_NAME_ATTRS)
+
+
 class BandState(StrEnum):
     """What a resource was doing during one band of its timeline."""
 
@@ -145,6 +151,9 @@ class Resource:
     """``[start, end)`` spans when megamon was not observing (``unobserved_gaps``)."""
     detail: str = ""
     """What goes with the reason of its ongoing down period (from the log), if any."""
+    cluster: str = ""
+    """The cluster whose history it is in a fleet report (``megamon.fleet``); empty in a
+    one-history report."""
 
     @property
     def live(self) -> bool:
@@ -161,9 +170,7 @@ class Resource:
     @property
     def name(self) -> str:
         """The human name (``namespace/name`` for workloads); the key when attrs lack it."""
-        parts = [
-            _text_attr(self.attrs, a) for a in _NAME_ATTRS.get(self.kind, _DESCRIBED_NAME_ATTRS)
-        ]
+        parts = [_text_attr(self.attrs, a) for a in name_attrs(self.kind)]
         return "/".join(parts) if all(parts) and parts else self.key
 
 
@@ -285,6 +292,9 @@ class Aggregate:
     provisioning_states: Mapping[ProvisioningState, int]
     provisioned_duration: int
     """Sum of the provisioning durations of the resources that came up (``success``)."""
+    cluster: str = ""
+    """The cluster summed in a fleet report (``megamon.fleet``; ``*`` for every cluster);
+    empty in a one-history report."""
 
     @property
     def availability(self) -> float | None:
