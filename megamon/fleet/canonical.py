@@ -65,6 +65,9 @@ SRC_ARCHIVE = 0
 SRC_SNAPSHOT = 1
 SRC_LOG = 2
 CK_SHIFT = 1 << 40
+MAX_STAGED_LINE = 1 << 30
+"""The longest row of a staged file (an archive entry with large attributes): DuckDB's
+default of 2 MB would fail the whole report on one big entry megamon wrote itself."""
 """A key id is ``history kind id × CK_SHIFT + n``: room for a trillion keys per history."""
 STATE_BITS = FLAG_UP | FLAG_EXPECTED_DOWN | FLAG_FAILED
 """The bits of an event's flag byte that are its state. The byte also holds the reason of a
@@ -294,7 +297,8 @@ class CsvRelations:
             types = "{" + ", ".join(f"'{c}': '{t}'" for c, t in columns[name].items()) + "}"
             con.execute(
                 f"INSERT INTO {tables[name]} SELECT * FROM read_csv(?, header = false, "
-                f"columns = {types}, quote = '\"', escape = '\"', nullstr = '')",
+                f"columns = {types}, quote = '\"', escape = '\"', nullstr = '', "
+                f"max_line_size = {MAX_STAGED_LINE})",
                 [str(path)],
             )
 

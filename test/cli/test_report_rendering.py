@@ -135,11 +135,17 @@ def test_the_table_is_aligned_and_says_what_availability_means() -> None:
     lines = report_format.render_table(_report()).splitlines()
     assert lines[0].endswith("10h00m (all history)")
     assert "expected-down and provisioning time are excluded" in lines[1]
-    header, np_a, np_z = lines[3:6]
+    # the resources' table, after what the window cost and the worst first
+    start = next(
+        i
+        for i, line in enumerate(lines)
+        if line.split()[:4] == ["KIND", "RESOURCE", "ACCELERATOR", "TOPOLOGY"]
+    )
+    header, np_a, np_z = lines[start : start + 3]
     assert header.split()[:6] == ["KIND", "RESOURCE", "ACCELERATOR", "TOPOLOGY", "STATE", "AVAIL"]
     assert np_a.split() == [
         *("nodepool", "np-a", "tpu-v5p-slice", "2x2x1", "up", "88.88%", "8h00m", "1h00m"),
-        *("0s", "1", "1", "1h00m", "8h00m", "success", "1h00m"),
+        *("0s", "1", "1", "1h00m", "8h00m", "success", "1h00m", "unknown", "1"),
     ]
     assert np_z.split()[4] == "retired"
     assert header.index("AVAIL") + len("AVAIL") == np_a.index("88.88%") + len("88.88%")
@@ -158,6 +164,8 @@ def test_json_has_resources_and_aggregates_in_nanoseconds() -> None:
         "availabilityDefinition",
         "resources",
         "aggregates",
+        "losses",
+        "worst",
         "chips",
         "downNow",
     }

@@ -119,8 +119,8 @@ def test_a_history_that_cannot_be_copied_is_left_out_alone(
     assert unreadable.cluster == "east"
     assert "np-old.json" in unreadable.reason and "copying into the cache" in unreadable.reason
     assert report.clusters == ("west",)
-    assert {r.cluster for r in report.resources} == {"west"}
-    assert {r.key for r in report.resources} == {"np-a", "np-b", "np-old", "js-1"}
+    assert {r.resource.cluster for r in report.resources} == {"west"}
+    assert {r.resource.key for r in report.resources} == {"np-a", "np-b", "np-old", "js-1"}
 
 
 def test_a_corrupt_object_is_never_quarantined_into_the_bucket_or_the_cache(
