@@ -91,6 +91,7 @@ def observer_settings(config: Config) -> Settings:
         grace_ns=UNKNOWN_FOREVER_NS if grace == UNKNOWN_STAYS_UNKNOWN else grace * 1_000_000_000,
         single_host_pools=config.TrackSingleHostNodePools,
         failed_provisioning=config.RecordFailedProvisioning,
+        exact_count=config.RequireExactCount,
     )
 
 

@@ -110,6 +110,9 @@ class Config(_Section):
     RecordFailedProvisioning: bool = True
     """False: like the Go megamon, a node pool in ERROR is only down (no ``failed`` state and
     no ``f`` event), so a history stays one the Go megamon summarizes."""
+    RequireExactCount: bool = False
+    """True: like the Go megamon, a resource is up only when its ready and Unknown units are
+    exactly the expected count, so a surge upgrade's extra node marks its pool down."""
     OTLPEndpoint: str = ""
     """Where the ``otlp`` exporter pushes (OTLP/HTTP base URL, ``/v1/metrics`` is added);
     empty: ``OTEL_EXPORTER_OTLP_ENDPOINT``, else ``http://localhost:4318``."""

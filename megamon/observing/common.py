@@ -42,6 +42,9 @@ class Settings:
     """``TrackSingleHostNodePools``: False tracks only pools with a placement topology."""
     failed_provisioning: bool = True
     """``RecordFailedProvisioning``: False never marks a node pool failed (no ``f`` event)."""
+    exact_count: bool = False
+    """``RequireExactCount``: True is the Go megamon's upness, where a unit more than
+    expected (a surge node) marks the resource down."""
 
 
 @dataclass(frozen=True)

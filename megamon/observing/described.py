@@ -62,7 +62,8 @@ def _down(view: DescribedView, settings: Settings) -> bool:
     """Whether the observation will be down and not expected down (the same rule as build)."""
     if view.meaning == COMPLETED:
         return False
-    return bool(view.terminal) or not is_up(view.expected, view.ready, 0, settings.threshold)
+    up = is_up(view.expected, view.ready, 0, settings.threshold, exact=settings.exact_count)
+    return bool(view.terminal) or not up
 
 
 def _cause(view: DescribedView, causes: Causes, settings: Settings) -> Cause:
@@ -86,6 +87,7 @@ def described_observation(
         expected=view.expected,
         ready=0 if view.terminal else view.ready,
         threshold=settings.threshold,
+        exact=settings.exact_count,
         status=view.terminal,
         expected_down=view.meaning == COMPLETED,
         attrs=described_attrs(view, fields),

@@ -71,6 +71,46 @@ def nodes(n: int, **kw: Any) -> list[Any]:
     return [node_view(node(f"n{i}", **kw)) for i in range(n)]
 
 
+class TestSurgeNodes:
+    """A surge upgrade adds a node to a pool before it removes an old one: enough ready nodes
+    is up, the extra node is counted (``surplus``) and never makes the pool down."""
+
+    def test_an_extra_ready_node_keeps_the_pool_up_and_is_counted(self) -> None:
+        surged = [*nodes(64), node_view(node("surge"))]
+        got = observe_nodepools([pool()], surged, NOW, DEFAULT).observations["np"]
+        assert (got.expected, got.ready, got.surplus, got.up) == (64, 65, 1, True)
+        assert got.reason == ""
+
+    def test_the_extra_node_turning_not_ready_changes_nothing(self) -> None:
+        surged = [*nodes(64), node_view(node("surge", ready="False"))]
+        got = observe_nodepools([pool()], surged, NOW, DEFAULT).observations["np"]
+        assert (got.ready, got.surplus, got.up) == (64, 1, True)
+
+    def test_extra_nodes_do_not_hide_missing_ready_ones(self) -> None:
+        surged = [*nodes(63), *(node_view(node(f"x{i}", ready="False")) for i in range(3))]
+        got = observe_nodepools([pool()], surged, NOW, DEFAULT).observations["np"]
+        assert (got.ready, got.surplus, got.up) == (63, 2, False)
+        assert got.reason == interruptions.NODE_NOT_READY
+
+    def test_the_go_rule_marks_the_pool_down_behind_its_switch(self) -> None:
+        go = Settings(exact_count=True)
+        surged = [*nodes(64), node_view(node("surge"))]
+        got = observe_nodepools([pool()], surged, NOW, go).observations["np"]
+        assert (got.surplus, got.up) == (1, False)
+        not_ready = [*nodes(64), node_view(node("surge", ready="False"))]
+        assert observe_nodepools([pool()], not_ready, NOW, go).observations["np"].up
+
+    def test_a_jobsets_extra_node_is_counted_and_keeps_it_up(self) -> None:
+        js = jobset_view(jobset("train", replicas=1, parallelism=2))
+        provisioner = {
+            labels.PROVISIONER_JOBSET_NAME: "train",
+            labels.PROVISIONER_JOBSET_NAMESPACE: "team",
+        }
+        provisioned = [node_view(node(f"j{i}", pool="p", **provisioner)) for i in range(3)]
+        got = observe_jobset_nodes([js], provisioned, NOW, DEFAULT).observations[js.uid]
+        assert (got.expected, got.ready, got.surplus, got.up) == (2, 3, 1, True)
+
+
 class TestNodePools:
     def test_a_16x16_v5e_pool_comes_up_node_by_node(self) -> None:
         for count in (0, 1, 63):
