@@ -153,9 +153,15 @@ class Config(_Section):
     @field_validator("Exporters")
     @classmethod
     def _known_exporters(cls, value: list[str]) -> list[str]:
-        for name in value:
+        """Each a known exporter, each once: a second ``gcs`` would archive every report
+        twice, and a repeated name is more likely a typo for a missing one."""
+        first: dict[str, int] = {}
+        for index, name in enumerate(value):
             if name not in EXPORTERS:
                 raise ValueError(f"unknown exporter {name!r} (known: {', '.join(EXPORTERS)})")
+            if name in first:
+                raise ValueError(f"{name!r} is listed twice (entries {first[name]} and {index})")
+            first[name] = index
         return value
 
     @field_validator("OTLPEndpoint")
