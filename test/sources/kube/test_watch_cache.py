@@ -246,3 +246,35 @@ def test_described_kinds_get_a_projected_cache_and_an_unserved_one_waits_for_nob
         assert contact <= described_contact, "a listed described kind counts for freshness"
     finally:
         cluster.stop()
+
+
+def test_a_described_kinds_skipped_object_is_counted_under_its_noun(
+    fake_kube: FakeKube, kube_api_client: Any
+) -> None:
+    trainjob = shipped("trainjob")
+    typo = KindDescription.model_validate(
+        {**trainjob.model_dump(), "Noun": "tj", "Expected": {"Path": "spec.numNodez"}}
+        | {"EventFile": "tj.json"}
+    )
+    fake_kube.create(
+        {
+            "apiVersion": f"{trainjob.Group}/{trainjob.Version}",
+            "kind": "TrainJob",
+            "metadata": {"name": "t", "namespace": "ml"},
+            "spec": {"runtimeRef": {"name": "r"}},
+        }
+    )
+    problems: list[Rejection] = []
+    cluster = KubeCluster(
+        kube_api_client, described=[typo], settings=FAST, on_problem=problems.append
+    )
+    cluster.start()
+    try:
+        eventually(lambda: typo.kind in cluster.snapshot().described)
+        assert cluster.snapshot().described[typo.kind] == {}
+        assert [(p.kind, p.subject, p.reason) for p in problems] == [
+            ("tj", "ml/t", REASON_INVALID)
+        ]  # the noun, as its series are named, not "trainjobs.trainer.kubeflow.org"
+        assert "expected: nothing matches spec.numNodez" in problems[0].message
+    finally:
+        cluster.stop()
