@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 
 from internal.demo.__main__ import Screen, _history, time_scale
-from internal.demo.table import Row, rows, state
+from internal.demo.table import Row, render, rows, state
 
 
 def test_the_demo_shows_the_fleet_and_stops_cleanly(tmp_path: Path) -> None:
@@ -113,3 +113,10 @@ def test_fleet_wide_series_are_not_rows_of_the_table() -> None:
         'megamon_nodepool_time_to_recover_seconds_bucket{le="+Inf",reason="error"} 1\n'
     )
     assert {kind: sorted(by_name) for kind, by_name in rows(text).items()} == {"nodepool": ["a"]}
+
+
+def test_a_name_cannot_split_or_reverse_its_row() -> None:
+    text = 'megamon_nodepool_up{nodepool_name="a\\nnodepool b\u202ex",tpu_topology="2x2"} 1\n'
+    lines = render(text).splitlines()
+    assert len(lines) == 3  # header, rule, one row
+    assert lines[2].startswith("nodepool        a\\nnodepool b\\u202ex ")
