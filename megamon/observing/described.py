@@ -110,7 +110,8 @@ def observe_described(
     causes: Causes | None = None,
 ) -> Observed:
     """Keyed by UID: each resource's expected vs ready, as its description reads them, and
-    why it is down (``causes``: restart counts are remembered there while resources are up)."""
+    why it is down (``causes``: restart counts are remembered there while resources are up).
+    A resource that cannot be observed this time keeps its last observation (``stale``)."""
     causes = causes or Causes()
     result = Observed()
     seen: dict[str, int] = {}
@@ -121,6 +122,9 @@ def observe_described(
                 observation = get(view.uid, inputs, partial(described_observation, *inputs))
             except Exception as err:  # one object, never the cycle
                 result.problems.append(problem_of(kind, _subject(view), err))
+                stale = get.stale(view.uid)
+                if stale is not None:  # unobserved now, not gone: its last observation stands
+                    result.observations[view.uid] = stale
                 continue
             result.observations[view.uid] = observation
             last = causes.restarts_when_up.get(view.uid)

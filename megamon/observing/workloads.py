@@ -167,6 +167,9 @@ class WorkloadObserver:
                     observation = reuse(js.uid, inputs, build)
                 except Exception as err:  # one object, never the cycle
                     result.problems.append(problem_of(Kind.JOBSET_NODES, _subject(js), err))
+                    stale = reuse.stale(js.uid)
+                    if stale is not None:  # unobserved now, not gone
+                        result.observations[js.uid] = stale
                     continue
                 result.observations[js.uid] = observation
                 if observation.up or was_up:

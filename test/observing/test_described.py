@@ -3,6 +3,7 @@ rules applied to it, on objects as their controllers write them (no I/O)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -265,3 +266,16 @@ def test_an_expected_count_with_a_default_is_that_default_when_nothing_matches()
     ready_missing = rayjob()
     del ready_missing["status"]["rayClusterStatus"]
     assert described_projection(RAYJOB)(ready_missing).ready == 0  # no status yet: not an error
+
+
+def test_a_resource_that_cannot_be_observed_keeps_its_last_observation() -> None:
+    observer = DescribedObserver(RAYJOB)
+    good = described_projection(RAYJOB)(rayjob())
+    first = observer([good], Settings()).observations["uid-ray"]
+    broken = dataclasses.replace(good, shapes=(("4x", 2),))  # a topology that is no topology
+    observed = observer([broken], Settings())
+    assert observed.observations["uid-ray"] is first  # unobserved now, not gone
+    assert [p.reason for p in observed.problems] == ["invalid"]
+    assert observer([good], Settings()).observations["uid-ray"] is first
+    never_seen = dataclasses.replace(broken, uid="uid-other")
+    assert "uid-other" not in observer([never_seen], Settings()).observations

@@ -15,6 +15,7 @@ from internal.fakekube.fakekube import FakeKube
 from megamon.domain import labels
 from megamon.domain.descriptions import KindDescription, shipped
 from megamon.domain.rejections import REASON_INVALID, REASON_MALFORMED, REASON_UNEXPECTED, Rejection
+from megamon.errors import ObservationError
 from megamon.sources.kube.cache import WatchCache
 from megamon.sources.kube.cluster import KubeCluster
 from megamon.sources.kube.projections import NodeView, node_view
@@ -278,3 +279,31 @@ def test_a_described_kinds_skipped_object_is_counted_under_its_noun(
         assert "expected: nothing matches spec.numNodez" in problems[0].message
     finally:
         cluster.stop()
+
+
+def test_an_object_that_turns_unreadable_keeps_its_last_projection_until_deleted() -> None:
+    problems: list[Rejection] = []
+
+    def project(obj: dict[str, Any]) -> int:
+        ready = obj["status"]["ready"]
+        if type(ready) is not int:
+            raise ObservationError(f"ready is {ready!r}")
+        return ready
+
+    def jobset(ready: object) -> dict[str, Any]:
+        return {"metadata": {"name": "train", "namespace": "ml"}, "status": {"ready": ready}}
+
+    cache = WatchCache("jobsets", lambda **_: None, project, on_problem=problems.append)
+    cache.replace([jobset(2)])
+    cache.apply("MODIFIED", jobset(5.5))
+    cache.apply("MODIFIED", jobset("x"))
+    assert dict(cache.snapshot()) == {"ml/train": 2}  # unreadable: stale, not gone
+    cache.replace([jobset([])])  # a relist (410 Gone) while it is still unreadable
+    assert dict(cache.snapshot()) == {"ml/train": 2}
+    assert [(p.subject, p.reason) for p in problems] == [("ml/train", REASON_INVALID)]
+    cache.apply("MODIFIED", jobset(1))
+    assert dict(cache.snapshot()) == {"ml/train": 1}
+    cache.apply("MODIFIED", jobset(None))
+    cache.apply("DELETED", jobset(None))
+    assert dict(cache.snapshot()) == {}
+    assert len(problems) == 2  # unreadable again after being read: reported again
