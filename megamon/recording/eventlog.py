@@ -51,7 +51,7 @@ from megamon.recording.loading import LoadedKind, load_kind
 from megamon.recording.replay import add_span, union_records
 from megamon.stores.base import EventStore
 from megamon.stores.lease import DEFAULT_LEASE_SECONDS, writer_lease
-from megamon.stores.segments import SegmentName, date_of
+from megamon.stores.segments import SegmentName, segment_date
 from megamon.telemetry import Instruments
 
 log = logging.getLogger(__name__)
@@ -208,10 +208,14 @@ class EventLog:
 
     # appending ----------------------------------------------------------------------------
 
-    def _state(self, kind: Kind) -> _KindState:
+    def _state(self, kind: Kind, now: int | None = None) -> _KindState:
+        """The kind's state, its history loaded at ``now`` (the batch's, else the clock)
+        on first use; what is dated beyond the clock skew allowance is refused and counted."""
         state = self._kinds.get(kind)
         if state is None:
-            loaded = load_kind(self._store, kind)
+            loaded = load_kind(self._store, kind, self._clock() if now is None else now)
+            if loaded.refused:
+                self._instruments.refused_events.labels(kind=kind.value).inc(len(loaded.refused))
             state = self._kinds[kind] = _KindState(
                 loaded=loaded,
                 snapshot_due=self._clock() + self._snapshot_ns,
@@ -252,7 +256,7 @@ class EventLog:
         return results
 
     def _apply(self, kind: Kind, observations: Mapping[str, Observation], now: int) -> Reconciled:
-        state = self._state(kind)
+        state = self._state(kind, now)
         history = state.loaded.history
         before = history.records
         result = reconcile(before, observations, now)
@@ -340,7 +344,7 @@ class EventLog:
         taken = len(lines)
         if since is not None and until is not None:
             lines.append(LogLine(TYPE_OBSERVED, "", until, since=since))
-        date = max(date_of(clock), covers.date if covers is not None else "")
+        date = segment_date(clock, covers)
         name = SegmentName((covers.sequence if covers is not None else 0) + 1, date)
         self._store.log.create(kind, name, encode_segment(self._cluster, kind.value, lines))
         with self._lock:
