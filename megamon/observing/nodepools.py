@@ -173,6 +173,9 @@ def observe_nodepools(
                 topology, expected = _size(pool, members)
             except Exception as err:  # one object, never the cycle
                 result.problems.append(problem_of(Kind.NODEPOOL, pool.name, err))
+                stale = reuse.stale(pool.name)
+                if stale is not None:  # unobserved now, not gone
+                    result.observations[pool.name] = stale
                 continue
             ready, unknown = _count(members, now, settings)
             accelerator = pool.accelerator or next((n.accelerator for n in members), "")

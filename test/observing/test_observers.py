@@ -8,9 +8,10 @@ import pytest
 
 from megamon.domain import interruptions, labels, timestamps
 from megamon.domain.kinds import Kind
+from megamon.domain.observations import Observation
 from megamon.domain.owners import SliceOwner
 from megamon.errors import ObservationError
-from megamon.observing.common import Settings
+from megamon.observing.common import Reuse, Settings
 from megamon.observing.nodepools import observe_nodepools
 from megamon.observing.scheduling import scheduling_map
 from megamon.observing.slices import observe_slices
@@ -398,3 +399,12 @@ def test_scheduling_map_from_leader_pods_pruned_to_live_pools() -> None:
     assert {k: (v.job_name, v.jobset_name) for k, v in got.items()} == {
         "np-a": ("js-slice-0", "js")
     }
+
+
+def test_a_pool_that_cannot_be_sized_any_more_keeps_its_last_observation() -> None:
+    memo: Reuse[str, Observation] = Reuse()
+    first = observe_nodepools([pool()], nodes(64), NOW, DEFAULT, memo).observations["np"]
+    broken = pool(tpu_topology="16x")  # no topology, and no node says one either
+    observed = observe_nodepools([broken], [], NOW, DEFAULT, memo)
+    assert observed.observations["np"] is first  # unobserved now, not retired
+    assert [p.reason for p in observed.problems] == ["invalid"]
