@@ -194,8 +194,9 @@ class WatchCache(Generic[V]):
         response = self._response
         if response is not None:
             # Wake the watch thread out of its blocking read. A stream that already ended
-            # (or never got its socket) refuses, and then there is nothing to wake.
-            with contextlib.suppress(ValueError, OSError):
+            # (or never got its socket, or went back to the pool: urllib3's RuntimeError)
+            # refuses, and then there is nothing to wake.
+            with contextlib.suppress(ValueError, OSError, RuntimeError):
                 response.shutdown()
         if self._thread is not None:
             self._thread.join(timeout)
