@@ -92,6 +92,7 @@ def observer_settings(config: Config) -> Settings:
         single_host_pools=config.TrackSingleHostNodePools,
         failed_provisioning=config.RecordFailedProvisioning,
         confirm_within_ns=confirm_within_ns(config.polling_interval_seconds),
+        exact_count=config.RequireExactCount,
     )
 
 

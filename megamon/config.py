@@ -115,6 +115,9 @@ class Config(_Section):
     RecordFailedProvisioning: bool = True
     """False: like the Go megamon, a node pool in ERROR is only down (no ``failed`` state and
     no ``f`` event), so a history stays one the Go megamon summarizes."""
+    RequireExactCount: bool = False
+    """True: like the Go megamon, a resource is up only when its ready and Unknown units are
+    exactly the expected count, so a surge upgrade's extra node marks its pool down."""
     OTLPEndpoint: str = ""
     """Where the ``otlp`` exporter pushes (OTLP/HTTP base URL, ``/v1/metrics`` is added);
     empty: ``OTEL_EXPORTER_OTLP_ENDPOINT``, else ``http://localhost:4318``."""
@@ -155,9 +158,15 @@ class Config(_Section):
     @field_validator("Exporters")
     @classmethod
     def _known_exporters(cls, value: list[str]) -> list[str]:
-        for name in value:
+        """Each a known exporter, each once: a second ``gcs`` would archive every report
+        twice, and a repeated name is more likely a typo for a missing one."""
+        first: dict[str, int] = {}
+        for index, name in enumerate(value):
             if name not in EXPORTERS:
                 raise ValueError(f"unknown exporter {name!r} (known: {', '.join(EXPORTERS)})")
+            if name in first:
+                raise ValueError(f"{name!r} is listed twice (entries {first[name]} and {index})")
+            first[name] = index
         return value
 
     @field_validator("OTLPEndpoint")

@@ -48,6 +48,14 @@ class Instruments:
             [LABEL_KIND],
             registry=registry,
         )
+        self.refused_events = Counter(
+            f"{prefix}_event_store_refused_events",
+            "Events (and other log lines) dated beyond now plus the clock skew allowance, "
+            "refused when the history was loaded; the objects that hold them are kept as "
+            "they are.",
+            [LABEL_KIND],
+            registry=registry,
+        )
         self.store_conflicts = Counter(
             f"{prefix}_event_store_conflicts",
             "Compare-and-swap writes that lost to another writer and were re-applied.",
@@ -110,7 +118,12 @@ class Instruments:
             registry=registry,
         )
         for kind in kinds:
-            for counter in (self.corrupt_objects, self.store_conflicts, self.history_rebuilds):
+            for counter in (
+                self.corrupt_objects,
+                self.refused_events,
+                self.store_conflicts,
+                self.history_rebuilds,
+            ):
                 counter.labels(kind=kind.value)
             self.history_refused.labels(kind=kind.value)
             for reason in sorted(REASONS):

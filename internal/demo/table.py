@@ -20,6 +20,8 @@ from typing import Any, NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from megamon.cli.report_format import printable
+
 PREFIX = "megamon_"
 
 UP = "up"
@@ -162,8 +164,12 @@ def _first_up(row: Row, now: str) -> str:
 
 
 def _line(kind: str, name: str, row: Row, now: str, reason: str = "-") -> str:
+    """One resource's row; names and labels ``printable``, so none can split or reorder it."""
     first_up = _first_up(row, now)
-    shape = f"{row.labels.get('tpu_accelerator', '')} {row.labels.get('tpu_topology', '')}"
+    name = printable(name)
+    shape = printable(
+        f"{row.labels.get('tpu_accelerator', '')} {row.labels.get('tpu_topology', '')}"
+    )
     return (
         f"{kind:15} {name[:26]:26} {shape[:28]:28} {now:12} {first_up:>12} "
         f"{int(row.values.get('interruption_count', 0)):>4} "

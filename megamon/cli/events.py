@@ -16,6 +16,7 @@ from megamon.cli.history import (
     history_store,
     kinds_help,
     parse_kind,
+    parse_now,
     resolve_kind,
 )
 from megamon.codec import history as codec
@@ -88,7 +89,7 @@ def _print(document: Any) -> None:
 
 def run_show(args: argparse.Namespace) -> int:
     kind = resolve_kind(args.kind, args)  # a wrong kind is refused before anything is read
-    loaded = load_kind(history_store(args), kind)
+    loaded = load_kind(history_store(args), kind, parse_now(None))
     _print(orjson.loads(codec.encode_event_file(loaded.history.records)))
     return 0
 

@@ -236,9 +236,10 @@ def read_resources(
     Live resources are named by the attributes recorded in the log; a report's labels
     (``reports/latest.json``) fill in keys the log has none for (a history the Go megamon
     wrote)."""
+    loaded_at = max(now, parse_now(None))  # what the clock allows, also for an older --now
     for kind in kinds:
         kind_labels = labels.get(kind, {})
-        history = load_kind(store, kind).history
+        history = load_kind(store, kind, loaded_at).history
         gaps = unobserved_gaps(history.observed, now, UNOBSERVED_SLACK_NS)
         for key, record in history.records.items():
             attrs = history.attrs.get(key) or kind_labels.get(key, {})

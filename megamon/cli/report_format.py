@@ -10,6 +10,7 @@ document, and exact percentages.
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -230,9 +231,38 @@ def down_now_line(down: DownNow, now: int) -> str:
     return f"{r.kind.value} {r.name} down {duration_text(now - down.since)}: {down.cause}"
 
 
+_SHOWN_AS = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+"""Control, format (U+202E and the other bidi overrides), surrogate, private-use, unassigned
+characters and line and paragraph separators: nothing a terminal shows as itself."""
+
+
+def printable(text: str) -> str:
+    """``text`` for one line of a terminal: a newline, tab or backslash as ``\\n``,
+    ``\\t``, ``\\\\``, any other character a terminal would not show as itself (U+202E, which
+    reverses what follows) as ``\\u202e`` — so a name can neither split its row nor
+    reorder it, and the escaped form reads back unambiguously (JSON and HTML escape too)."""
+    if text.isprintable() and "\\" not in text:
+        return text  # the common case: nothing to look at character by character
+    return "".join(_shown(char) for char in text)
+
+
+def _shown(char: str) -> str:
+    shown = _SHOWN_AS.get(char)
+    if shown is not None:
+        return shown
+    if unicodedata.category(char) in _INVISIBLE:
+        code = ord(char)
+        return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+    return char
+
+
 def text_table(columns: Sequence[Column[T]], rows: Sequence[T]) -> list[str]:
-    """Aligned lines: a header and one line per row, columns two spaces apart."""
-    cells = [[c.header for c in columns]] + [[c.cell(row) for c in columns] for row in rows]
+    """Aligned lines: a header and one line per row, columns two spaces apart; every cell
+    ``printable``, so a name from the cluster cannot break the table."""
+    cells = [[c.header for c in columns]] + [
+        [printable(c.cell(row)) for c in columns] for row in rows
+    ]
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
     lines = []
     for line in cells:
@@ -319,7 +349,7 @@ def render_table(report: AvailabilityReport) -> str:
     down = down_now(report.resources)
     if down:
         lines += ["", "Down now after an interruption:"]
-        lines += [f"  {down_now_line(d, report.window.now)}" for d in down]
+        lines += [f"  {printable(down_now_line(d, report.window.now))}" for d in down]
     return "\n".join(lines) + "\n"
 
 

@@ -165,6 +165,12 @@ class Count(_Part):
     def _each(cls, value: str | None) -> str | None:
         return None if value is None else _path(value)
 
+    @property
+    def has_default(self) -> bool:
+        """Whether the description gives ``Default``: only then is a count that matches
+        nothing that default rather than a path that names no field (a typo)."""
+        return "Default" in self.model_fields_set
+
     @model_validator(mode="after")
     def _times_need_each(self) -> Count:
         if self.Times and self.Each is None:

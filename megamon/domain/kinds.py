@@ -32,6 +32,9 @@ class KindSpec:
     """A described kind's label keys for ``Attrs.workload_name``, ``_namespace``, ``_uid``."""
     restarts: bool = False
     """Whether the kind reads a restart count (``megamon_<kind>_restarts``)."""
+    counts_nodes: bool = False
+    """Whether the kind counts nodes, and so nodes beyond the expected ones
+    (``megamon_<kind>_surplus_nodes``)."""
 
 
 class Kind(StrEnum):
@@ -74,12 +77,18 @@ class Kind(StrEnum):
 BUILTIN_VALUES: Final = frozenset(kind.value for kind in Kind)
 
 KIND_SPECS: dict[Kind, KindSpec] = {
-    Kind.NODEPOOL: KindSpec("node-pools.json", "nodePoolsUp", "nodePoolsUpSummaries", "node pool"),
+    Kind.NODEPOOL: KindSpec(
+        "node-pools.json", "nodePoolsUp", "nodePoolsUpSummaries", "node pool", counts_nodes=True
+    ),
     Kind.JOBSET: KindSpec(
         "jobsets.json", "jobSetsUp", "jobSetsUpSummaries", "JobSet", restarts=True
     ),
     Kind.JOBSET_NODES: KindSpec(
-        "jobset-nodes.json", "jobSetNodesUp", "jobSetNodesUpSummaries", "JobSet's nodes"
+        "jobset-nodes.json",
+        "jobSetNodesUp",
+        "jobSetNodesUpSummaries",
+        "JobSet's nodes",
+        counts_nodes=True,
     ),
     Kind.SLICE: KindSpec("slices.json", "slicesUp", "slicesUpSummaries", "slice"),
     Kind.LEADERWORKERSET: KindSpec(

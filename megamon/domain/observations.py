@@ -76,6 +76,10 @@ class Observation(BaseModel):
     0 otherwise. The append rules stamp the down event then, not at the cycle's ``now``; on an
     up observation (the nodes came back) they append that down, with ``reason``, then the up.
     Not in the report JSON."""
+    surplus: int = 0
+    """Units present beyond the expected count (a surge upgrade's extra node), where the kind
+    counts nodes; never a reason to be down (``upness``). Not in the report JSON, published
+    as ``megamon_<kind>_surplus_nodes``."""
 
     @classmethod
     def build(
@@ -91,13 +95,16 @@ class Observation(BaseModel):
         attrs: Attrs | None = None,
         restarts: int | None = None,
         cause: Cause = NO_CAUSE,
+        surplus: int = 0,
+        exact: bool = False,
     ) -> Observation:
         """An observation whose ``up`` follows the upness rule; expected-down is never up.
 
         ``cause`` is kept only when the observation is down and not expected down (an
         interruption, or a resource not up yet); the observers of kinds with reasons give
-        one, ``unknown`` at the least."""
-        up = is_up(expected, ready, unknown, threshold) and not expected_down
+        one, ``unknown`` at the least. ``exact``: the Go megamon's rule, where a unit more
+        than expected is down (``upness.is_up``)."""
+        up = is_up(expected, ready, unknown, threshold, exact=exact) and not expected_down
         if up or expected_down:
             cause = NO_CAUSE
         return cls(
@@ -112,4 +119,5 @@ class Observation(BaseModel):
             reason=cause.reason,
             reason_detail=cause.detail,
             restarts=restarts,
+            surplus=surplus,
         )

@@ -35,6 +35,10 @@ MIN_NS = 0
 """1970-01-01T00:00:00Z: nothing megamon observes happened earlier."""
 MAX_NS = 4_102_444_800 * NANOS_PER_SECOND
 """2100-01-01T00:00:00Z, the horizon: later is a typo or an attack, not an observation."""
+MAX_CLOCK_SKEW_NS = 3600 * NANOS_PER_SECOND
+"""One hour: far more than replicas' clocks disagree, far less than a bad timestamp is off.
+An event may be stamped up to this far ahead of another replica's clock (the append rule),
+and a history loaded at ``now`` holds nothing dated after ``now`` plus this (docs/history.md)."""
 MAX_DURATION_NS = 2**63 - 1
 """The longest duration (Go's ``time.Duration``, a signed 64-bit integer of nanoseconds)."""
 

@@ -27,6 +27,7 @@ __all__ = [
     "Observed",
     "Problem",
     "Reuse",
+    "ReuseCall",
     "Settings",
     "problem_of",
 ]
@@ -46,6 +47,9 @@ class Settings:
     confirm_within_ns: int = CONFIRM_WITHIN_NS
     """How long the down of a node pool whose nodes vanished may wait for GKE's word
     (``megamon.observing.deletions.confirm_within_ns`` of the polling interval)."""
+    exact_count: bool = False
+    """``RequireExactCount``: True is the Go megamon's upness, where a unit more than
+    expected (a surge node) marks the resource down."""
 
 
 @dataclass(frozen=True)
@@ -96,22 +100,39 @@ class Reuse(Generic[K, V]):
         self._latest: dict[K, tuple[tuple[object, ...], V]] = {}
 
     @contextmanager
-    def call(self) -> Iterator[Callable[[K, tuple[object, ...], Callable[[], V]], V]]:
+    def call(self) -> Iterator[ReuseCall[K, V]]:
         """``get(key, inputs, build)`` for one call of the observer: the value built last
         time for ``key`` if its ``inputs`` are equal (identical, mostly: the watch caches
-        keep unchanged projections), else ``build()``. Kept when the call succeeds."""
-        latest = self._latest
-        current: dict[K, tuple[tuple[object, ...], V]] = {}
+        keep unchanged projections), else ``build()``; ``get.stale(key)`` the value of the
+        last call, kept as it was. Kept when the call succeeds."""
+        call: ReuseCall[K, V] = ReuseCall(self._latest)
+        yield call
+        self._latest = call.current
 
-        def get(key: K, inputs: tuple[object, ...], build: Callable[[], V]) -> V:
-            found = current.get(key) or latest.get(key)
-            if found is None or found[0] != inputs:
-                found = (inputs, build())
-            current[key] = found
-            return found[1]
 
-        yield get
-        self._latest = current
+class ReuseCall(Generic[K, V]):
+    """One call of an observer, as ``Reuse.call`` hands it out."""
+
+    def __init__(self, latest: dict[K, tuple[tuple[object, ...], V]]) -> None:
+        self._latest = latest
+        self.current: dict[K, tuple[tuple[object, ...], V]] = {}
+
+    def __call__(self, key: K, inputs: tuple[object, ...], build: Callable[[], V]) -> V:
+        found = self.current.get(key) or self._latest.get(key)
+        if found is None or found[0] != inputs:
+            found = (inputs, build())
+        self.current[key] = found
+        return found[1]
+
+    def stale(self, key: K) -> V | None:
+        """What the previous call built for ``key``, kept for this one too: a resource
+        whose object cannot be observed now is unobserved (its last observation stands),
+        not gone — dropping it would retire it, and its next reading be a new lifetime."""
+        found = self.current.get(key) or self._latest.get(key)
+        if found is None:
+            return None
+        self.current[key] = found
+        return found[1]
 
 
 @dataclass

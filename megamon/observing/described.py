@@ -62,7 +62,8 @@ def _down(view: DescribedView, settings: Settings) -> bool:
     """Whether the observation will be down and not expected down (the same rule as build)."""
     if view.meaning == COMPLETED:
         return False
-    return bool(view.terminal) or not is_up(view.expected, view.ready, 0, settings.threshold)
+    up = is_up(view.expected, view.ready, 0, settings.threshold, exact=settings.exact_count)
+    return bool(view.terminal) or not up
 
 
 def _cause(view: DescribedView, causes: Causes, settings: Settings) -> Cause:
@@ -86,6 +87,7 @@ def described_observation(
         expected=view.expected,
         ready=0 if view.terminal else view.ready,
         threshold=settings.threshold,
+        exact=settings.exact_count,
         status=view.terminal,
         expected_down=view.meaning == COMPLETED,
         attrs=described_attrs(view, fields),
@@ -108,7 +110,8 @@ def observe_described(
     causes: Causes | None = None,
 ) -> Observed:
     """Keyed by UID: each resource's expected vs ready, as its description reads them, and
-    why it is down (``causes``: restart counts are remembered there while resources are up)."""
+    why it is down (``causes``: restart counts are remembered there while resources are up).
+    A resource that cannot be observed this time keeps its last observation (``stale``)."""
     causes = causes or Causes()
     result = Observed()
     seen: dict[str, int] = {}
@@ -119,6 +122,9 @@ def observe_described(
                 observation = get(view.uid, inputs, partial(described_observation, *inputs))
             except Exception as err:  # one object, never the cycle
                 result.problems.append(problem_of(kind, _subject(view), err))
+                stale = get.stale(view.uid)
+                if stale is not None:  # unobserved now, not gone: its last observation stands
+                    result.observations[view.uid] = stale
                 continue
             result.observations[view.uid] = observation
             last = causes.restarts_when_up.get(view.uid)

@@ -21,7 +21,7 @@ from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
 from megamon.domain.rules import tpu
 from megamon.domain.rules.readiness import CONDITION_UNKNOWN, Readiness, node_readiness
-from megamon.domain.rules.upness import is_up
+from megamon.domain.rules.upness import is_up, surplus
 from megamon.errors import ObservationError
 from megamon.observing.common import (
     REASON_UNKNOWN_NODEPOOL,
@@ -131,12 +131,15 @@ def _observation(  # noqa: PLR0917 - called with the reuse key spread out
     accelerator: str,
     settings: Settings,
     signals: NodeSignals | None = None,
+    present: int = 0,
 ) -> Observation:
     return Observation.build(
         expected=expected,
         ready=ready,
         unknown=unknown,
         threshold=settings.threshold,
+        exact=settings.exact_count,
+        surplus=surplus(expected, present),
         status=pool.status,
         expected_down=pool.status in EXPECTED_DOWN_STATUSES,
         failed=settings.failed_provisioning and pool.status in FAILED_STATUSES,
@@ -224,14 +227,23 @@ def _observe(
                 topology, expected = _size(pool, members)
             except Exception as err:  # one object, never the cycle
                 result.problems.append(problem_of(Kind.NODEPOOL, pool.name, err))
+                stale = reuse.stale(pool.name)
+                if stale is not None:  # unobserved now, not gone
+                    result.observations[pool.name] = stale
                 continue
             ready, unknown = _count(members, now, settings)
             accelerator = pool.accelerator or next((n.accelerator for n in members), "")
             signals = None
             expected_down = pool.status in EXPECTED_DOWN_STATUSES
-            if not expected_down and not is_up(expected, ready, unknown, settings.threshold):
+            exact = settings.exact_count
+            if not expected_down and not is_up(
+                expected, ready, unknown, settings.threshold, exact=exact
+            ):
                 signals = _signals(members, now, settings)  # why it is down
-            inputs = (pool, topology, expected, ready, unknown, accelerator, settings, signals)
+            inputs = (
+                *(pool, topology, expected, ready, unknown, accelerator, settings, signals),
+                len(members),
+            )
             built = reuse(pool.name, inputs, partial(_observation, *inputs))
             result.observations[pool.name] = built
             if _short(pool, members, expected):

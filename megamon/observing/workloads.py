@@ -16,7 +16,7 @@ from megamon.domain.descriptions import JOBSET_DESCRIPTION, LWS_DESCRIPTION, shi
 from megamon.domain.interruptions import NO_CAUSE, Cause
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
-from megamon.domain.rules.upness import is_up
+from megamon.domain.rules.upness import is_up, surplus
 from megamon.observing.common import Observed, Reuse, Settings, problem_of
 from megamon.observing.described import (
     Causes,
@@ -40,14 +40,22 @@ def _expected_nodes(js: JobSetView) -> int:
     return sum(rj.replicas * rj.parallelism for rj in js.replicated_jobs)
 
 
-def _jobset_nodes_observation(
-    js: JobSetView, ready: int, unknown: int, settings: Settings, cause: Cause = NO_CAUSE
+def _jobset_nodes_observation(  # noqa: PLR0917 - the reuse key spread out
+    js: JobSetView,
+    ready: int,
+    unknown: int,
+    settings: Settings,
+    cause: Cause = NO_CAUSE,
+    present: int = 0,
 ) -> Observation:
+    expected = _expected_nodes(js)
     return Observation.build(
-        expected=_expected_nodes(js),
+        expected=expected,
         ready=ready,
         unknown=unknown,
         threshold=settings.threshold,
+        exact=settings.exact_count,
+        surplus=surplus(expected, present),
         status=js.terminal,
         expected_down=js.terminal == labels.JOBSET_COMPLETED,
         attrs=described_attrs(js.described, JOBSET_FIELDS),
@@ -73,7 +81,7 @@ def _jobset_nodes_cause(  # noqa: PLR0917 - the inputs of one rule
     expected = _expected_nodes(js)
     ready, unknown = counts
     completed = js.terminal == labels.JOBSET_COMPLETED
-    if completed or is_up(expected, ready, unknown, settings.threshold):
+    if completed or is_up(expected, ready, unknown, settings.threshold, exact=settings.exact_count):
         return NO_CAUSE
     spot = js.described.tpu.spot or any(node.spot for node in found)
     signals = _signals(found, now, settings)
@@ -154,11 +162,14 @@ class WorkloadObserver:
                     cause = _jobset_nodes_cause(
                         js, found, counts, now, settings, pools_down or no_pools, was_up
                     )
-                    inputs = (js, *counts, settings, cause)
+                    inputs = (js, *counts, settings, cause, len(found))
                     build = partial(_jobset_nodes_observation, *inputs)
                     observation = reuse(js.uid, inputs, build)
                 except Exception as err:  # one object, never the cycle
                     result.problems.append(problem_of(Kind.JOBSET_NODES, _subject(js), err))
+                    stale = reuse.stale(js.uid)
+                    if stale is not None:  # unobserved now, not gone
+                        result.observations[js.uid] = stale
                     continue
                 result.observations[js.uid] = observation
                 if observation.up or was_up:

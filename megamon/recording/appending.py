@@ -37,9 +37,9 @@ from megamon.domain.events import (
     reason_bits,
 )
 from megamon.domain.observations import Observation
+from megamon.domain.timestamps import MAX_CLOCK_SKEW_NS
 
-MAX_CLOCK_SKEW_NS = 3600 * 1_000_000_000
-"""One hour: far more than replicas' clocks disagree, far less than a bad timestamp is off."""
+__all__ = ["MAX_CLOCK_SKEW_NS", "Reconciled", "next_record", "reconcile", "stamp"]
 
 
 def stamp(now: int, last: int) -> int:

@@ -54,7 +54,7 @@ from megamon.recording.loading import HistoryRefused, LoadedKind, load_kind
 from megamon.recording.replay import add_span, union_records
 from megamon.stores.base import EventStore
 from megamon.stores.lease import DEFAULT_LEASE_SECONDS, this_process, writer_lease
-from megamon.stores.segments import SegmentName, date_of
+from megamon.stores.segments import SegmentName, segment_date
 from megamon.telemetry import Instruments
 
 log = logging.getLogger(__name__)
@@ -259,10 +259,14 @@ class EventLog:
 
     # appending ----------------------------------------------------------------------------
 
-    def _state(self, kind: Kind) -> _KindState:
+    def _state(self, kind: Kind, now: int | None = None) -> _KindState:
+        """The kind's state, its history loaded at ``now`` (the batch's, else the clock)
+        on first use; what is dated beyond the clock skew allowance is refused and counted."""
         state = self._kinds.get(kind)
         if state is None:
-            loaded = self._load(kind)
+            loaded = self._load(kind, self._clock() if now is None else now)
+            if loaded.refused:
+                self._instruments.refused_events.labels(kind=kind.value).inc(len(loaded.refused))
             state = self._kinds[kind] = _KindState(
                 loaded=loaded,
                 snapshot_due=self._clock() + self._snapshot_ns,
@@ -270,7 +274,7 @@ class EventLog:
             )
         return state
 
-    def _load(self, kind: Kind) -> LoadedKind:
+    def _load(self, kind: Kind, now: int) -> LoadedKind:
         """Read a kind; one refused (``HistoryRefused``) stays refused, and is said so in
         ``megamon_history_refused``, until a read ``REFUSED_RETRY_NS`` later succeeds."""
         clock = self._clock()
@@ -278,7 +282,7 @@ class EventLog:
         if refused is not None and clock < refused[0]:
             raise refused[1]
         try:
-            loaded = load_kind(self._store, kind)
+            loaded = load_kind(self._store, kind, now)
         except HistoryRefused as err:
             self._refused[kind] = (clock + REFUSED_RETRY_NS, err)
             self._instruments.history_refused.labels(kind=kind.value).set(1)
@@ -322,7 +326,7 @@ class EventLog:
         return results
 
     def _apply(self, kind: Kind, observations: Mapping[str, Observation], now: int) -> Reconciled:
-        state = self._state(kind)
+        state = self._state(kind, now)
         history = state.loaded.history
         before = history.records
         result = reconcile(before, observations, now)
@@ -438,7 +442,7 @@ class EventLog:
         taken = len(lines)
         if since is not None and until is not None:
             lines.append(LogLine(TYPE_OBSERVED, "", until, since=since))
-        date = max(date_of(clock), covers.date if covers is not None else "")
+        date = segment_date(clock, covers)
         name = SegmentName((covers.sequence if covers is not None else 0) + 1, date)
         self._store.log.create(kind, name, encode_segment(self._cluster, kind.value, lines))
         self._written()

@@ -14,20 +14,35 @@ the file the mark describes, and the file's own events are kept beside it. When 
 longer holds that history (its early segments expired, or it began from a Go-format file),
 the kind is refused with ``HistoryRefused``: the service stays not ready and writes nothing,
 so the old coverage is never overwritten, and the commands exit with one line.
+
+Loaded at ``now`` (an input: the caller's clock), events dated after ``now`` plus the clock
+skew allowance are refused (``replay.future_lines``): left out, logged by object and key, and
+returned for the caller to count. The proof that a log rebuilds a snapshot reads the log as it
+was written; what is beyond the allowance is left out of the history it gives all the same.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from megamon.codec import history as codec
 from megamon.codec.log import MarkedFile, SnapshotMark, decode_mark
+from megamon.domain import timestamps
 from megamon.domain.events import EventRecord
 from megamon.domain.kinds import Kind, event_file
 from megamon.errors import EventFileError, StoreError
-from megamon.recording.replay import Folded, fold, union_records
+from megamon.recording.replay import (
+    Folded,
+    Refused,
+    fold,
+    future_events,
+    future_lines,
+    latest_allowed,
+    spans_until,
+    union_records,
+)
 from megamon.stores.base import EventStore, Snapshot
 from megamon.stores.segments import SegmentName
 
@@ -53,6 +68,8 @@ class LoadedKind:
     holds); ``None`` when there is none, or it is not trusted (the history was rebuilt)."""
     rebuilt: bool = False
     """Whether the history was rebuilt from the log because the file did not match its mark."""
+    refused: list[Refused] = field(default_factory=list)
+    """Events and lines dated beyond ``now`` plus the clock skew allowance, not folded."""
 
 
 def read_mark(store: EventStore, kind: Kind) -> SnapshotMark | None:
@@ -67,26 +84,45 @@ def read_mark(store: EventStore, kind: Kind) -> SnapshotMark | None:
         return None
 
 
-def load_kind(store: EventStore, kind: Kind) -> LoadedKind:
-    """The history of ``kind``: snapshot, then every segment after the one it covers."""
+def load_kind(store: EventStore, kind: Kind, now: int | None = None) -> LoadedKind:
+    """The history of ``kind``: snapshot, then every segment after the one it covers;
+    given ``now``, without what is dated beyond ``now`` plus the clock skew allowance."""
+    limit = latest_allowed(now) if now is not None else None
+    loaded = _load(store, kind, limit, now)
+    if limit is not None:
+        records, refused = future_events(loaded.history.records, limit, event_file(kind))
+        loaded.history.records = records
+        loaded.history.observed = spans_until(loaded.history.observed, limit)
+        loaded.refused = refused + loaded.refused
+    _warn_refused(kind, loaded.refused)
+    return loaded
+
+
+def _load(store: EventStore, kind: Kind, limit: int | None, now: int | None) -> LoadedKind:
     snapshot = store.read(kind)
     mark = read_mark(store, kind)
     generation = int(snapshot.version) if snapshot.version is not None else None
     if mark is None:
         vouched = MarkedFile("", snapshot.digest) if snapshot.digest is not None else None
         base = _base(snapshot.records)
-        return _fold_after(store, kind, base, None, generation=generation, vouched=vouched)
+        return _fold_after(
+            store, kind, base, None, generation=generation, vouched=vouched, limit=limit, now=now
+        )
     trusted = _trusted(mark, snapshot)
     if trusted is not None:
         base = _base(snapshot.records, mark)
         after = SegmentName.from_text(trusted.covers)
-        return _fold_after(store, kind, base, after, generation=generation, vouched=trusted)
+        return _fold_after(
+            store, kind, base, after, generation=generation, vouched=trusted, limit=limit, now=now
+        )
     if mark.digest is None and snapshot.digest is not None:
         # A mark from before v0.2.0 cannot tell: the file is used as it is, as it was then.
         after = SegmentName.from_text(mark.covers)
         base = _base(snapshot.records, mark)
-        return _fold_after(store, kind, base, after, generation=generation, vouched=None)
-    return _rebuilt(store, kind, mark, snapshot, generation)
+        return _fold_after(
+            store, kind, base, after, generation=generation, vouched=None, limit=limit, now=now
+        )
+    return _rebuilt(store, kind, mark, snapshot, generation, limit=limit, now=now)
 
 
 def _trusted(mark: SnapshotMark, snapshot: Snapshot) -> MarkedFile | None:
@@ -117,17 +153,31 @@ def _fold_after(
     generation: int | None,
     vouched: MarkedFile | None,
     rebuilt: bool = False,
+    limit: int | None = None,
+    now: int | None = None,
 ) -> LoadedKind:
     last = after
-    names = store.log.segments(kind, after)
+    refused: list[Refused] = []
+    names = store.log.segments(kind, after, now)
     for name in names:
-        fold(history, store.log.read(kind, name).lines)
+        lines = store.log.read(kind, name).lines
+        if limit is not None:
+            lines, more = future_lines(lines, limit, store.log.describe(name.relative(kind)))
+            refused += more
+        fold(history, lines)
         last = name
-    return LoadedKind(history, generation, last, len(names), vouched, rebuilt)
+    return LoadedKind(history, generation, last, len(names), vouched, rebuilt, refused)
 
 
 def _rebuilt(
-    store: EventStore, kind: Kind, mark: SnapshotMark, snapshot: Snapshot, generation: int | None
+    store: EventStore,
+    kind: Kind,
+    mark: SnapshotMark,
+    snapshot: Snapshot,
+    generation: int | None,
+    *,
+    limit: int | None = None,
+    now: int | None = None,
 ) -> LoadedKind:
     """The history from the log alone, when the log proves to hold the marked snapshot."""
     covers = SegmentName.from_text(mark.covers)
@@ -161,7 +211,37 @@ def _rebuilt(
     history.attrs = dict(mark.attrs)
     history.observed = list(mark.observed)
     loaded = _fold_after(
-        store, kind, history, covers, generation=generation, vouched=None, rebuilt=True
+        store,
+        kind,
+        history,
+        covers,
+        generation=generation,
+        vouched=None,
+        rebuilt=True,
+        limit=limit,
+        now=now,
     )
     loaded.segments_read += folded
     return loaded
+
+
+_NAMED_REFUSALS = 10
+"""How many refused events a load names one by one; the rest are counted in one line."""
+
+
+def _warn_refused(kind: Kind, refused: list[Refused]) -> None:
+    for item in refused[:_NAMED_REFUSALS]:
+        log.warning(
+            "%s %s: key %r, event at %s is beyond now plus the clock skew allowance; "
+            "refused (the object is kept as it is)",
+            kind,
+            item.source,
+            item.key,
+            timestamps.format_ns(item.ts),
+        )
+    if len(refused) > _NAMED_REFUSALS:
+        log.warning(
+            "%s: %d more events beyond now plus the clock skew allowance refused",
+            kind,
+            len(refused) - _NAMED_REFUSALS,
+        )

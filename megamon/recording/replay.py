@@ -4,6 +4,12 @@ An event's identity is its key, timestamp and state, so folding a line that is a
 record changes nothing: a segment read twice, written twice, or already folded into a Go-format
 snapshot leaves the history as it was. An event older than the record's last one (only from
 a history written by another program beside megamon) is put in timestamp order.
+
+Nothing dated after ``now`` plus the clock-skew allowance (``MAX_CLOCK_SKEW_NS``, an hour)
+is folded: a line dated 2099 — inside the 2100 horizon, so the codec reads it — did not
+happen, and folded it would be a 73-year period in every summary. Such lines are refused
+(``future_lines``, ``future_events``), for the caller to count and name; the objects that
+hold them are never rewritten.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from dataclasses import dataclass, field
 
 from megamon.codec.log import TYPE_ATTRS, TYPE_EVENT, TYPE_OBSERVED, TYPE_RETIRED, LogLine
 from megamon.domain.events import FLAG_UP, EventRecord
+from megamon.domain.timestamps import MAX_CLOCK_SKEW_NS
 
 Span = tuple[int, int]
 
@@ -120,3 +127,60 @@ def union_records(
             columns.add(ts, flags)
         merged[key] = columns.record()
     return merged
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A line or event dated beyond what the clock allows, not folded."""
+
+    source: str
+    """The object it is in: an event file or a segment, as the store describes it."""
+    key: str
+    """The resource (``""`` for a heartbeat)."""
+    ts: int
+
+
+def latest_allowed(now: int) -> int:
+    """The last timestamp a history loaded at ``now`` may hold: ``now`` plus the clock skew
+    another replica's clock may have (``MAX_CLOCK_SKEW_NS``)."""
+    return now + MAX_CLOCK_SKEW_NS
+
+
+def future_lines(
+    lines: Iterable[LogLine], limit: int, source: str
+) -> tuple[list[LogLine], list[Refused]]:
+    """``lines`` without those dated after ``limit``, and what was refused."""
+    kept: list[LogLine] = []
+    refused: list[Refused] = []
+    for line in lines:
+        if line.ts > limit:
+            refused.append(Refused(source, line.key, line.ts))
+        else:
+            kept.append(line)
+    return kept, refused
+
+
+def future_events(
+    records: Mapping[str, EventRecord], limit: int, source: str
+) -> tuple[dict[str, EventRecord], list[Refused]]:
+    """``records`` without the events dated after ``limit`` (a key left with none is left
+    out), and what was refused."""
+    kept: dict[str, EventRecord] = {}
+    refused: list[Refused] = []
+    for key, record in records.items():
+        ts = record.timestamps
+        if not ts or max(ts) <= limit:
+            kept[key] = record
+            continue
+        keep = [i for i, t in enumerate(ts) if t <= limit]
+        refused.extend(Refused(source, key, t) for t in ts if t > limit)
+        if keep:
+            kept[key] = EventRecord.trusted(
+                tuple(ts[i] for i in keep), bytes(record.flags[i] for i in keep)
+            )
+    return kept, refused
+
+
+def spans_until(spans: Iterable[Span], limit: int) -> list[Span]:
+    """Observed spans cut at ``limit``: megamon cannot have observed later than that."""
+    return [(start, min(end, limit)) for start, end in spans if start <= limit]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from megamon.codec.log import LogLine, SegmentError, decode_segment
 from megamon.domain import timestamps
 from megamon.domain.kinds import Kind, event_file
+from megamon.domain.timestamps import MAX_CLOCK_SKEW_NS
 from megamon.errors import Conflict, EventFileError, StoreError
 from megamon.stores.base import Moved, ObjectBackend
 from megamon.telemetry import Instruments
@@ -79,6 +80,23 @@ def date_of(ns: int) -> str:
     return timestamps.format_ns(ns)[:10]
 
 
+def plausible_date(date: str, now: int) -> bool:
+    """Whether a segment dated ``date`` can have been written by now: not after the day of
+    ``now`` plus the clock skew allowance."""
+    return date <= date_of(now + MAX_CLOCK_SKEW_NS)
+
+
+def segment_date(now: int, previous: SegmentName | None) -> str:
+    """The ``date=`` partition of a segment written at ``now``: the writer's day, never
+    before the previous segment's (so a clock stepping back cannot reorder names) — unless
+    that one is dated beyond any clock skew: a segment once dated 2099 must not file every
+    later one under 2099 (``segments`` lists past it)."""
+    today = date_of(now)
+    if previous is None or not plausible_date(previous.date, now):
+        return today
+    return max(today, previous.date)
+
+
 @dataclass(frozen=True)
 class Segment:
     name: SegmentName
@@ -104,10 +122,19 @@ class SegmentLog:
     def kind_prefix(self, kind: Kind) -> str:
         return self.name(f"kind={kind.value}") + "/"
 
-    def segments(self, kind: Kind, after: SegmentName | None = None) -> list[SegmentName]:
-        """The kind's segment names after ``after`` (all when ``None``), in append order."""
+    def segments(
+        self, kind: Kind, after: SegmentName | None = None, now: int | None = None
+    ) -> list[SegmentName]:
+        """The kind's segment names after ``after`` (all when ``None``), in append order.
+
+        Listed from ``after``'s name, as names sort in append order — unless ``after`` is
+        dated beyond ``now`` plus the clock skew allowance (written by a clock that was
+        off): the writer's next segments are filed under its own day, which sorts before
+        it, so the whole kind is listed and filtered by sequence."""
         prefix = self.kind_prefix(kind)
         start = self.name(after.relative(kind)) if after is not None else ""
+        if after is not None and now is not None and not plausible_date(after.date, now):
+            start = ""
         names = []
         for name in self.backend.list(prefix, start):
             parsed = SegmentName.parse(self.name_relative(name))

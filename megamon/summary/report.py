@@ -19,7 +19,7 @@ from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.domain.reports import KindReport, Report, ScheduledJob
 from megamon.domain.summaries import Summary
-from megamon.summary.summarizing import Settled, settle
+from megamon.summary.summarizing import Settled, settle, summary_at
 
 
 class SettledMemo:
@@ -51,7 +51,7 @@ class SettledMemo:
                 if entry is None or entry[0] is not record:
                     entry = (record, settle(record))
                 kept[id(record)] = entry
-                summaries[key] = entry[1].at(now)
+                summaries[key] = summary_at(record, entry[1], now)
             result.append(summaries)
         with self._lock:
             self._entries = kept

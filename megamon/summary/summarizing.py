@@ -14,6 +14,11 @@ down period that turned failed, or stopped failing). A down period is expected (
 end, not an interruption) when its *first* event says so. Periods shorter than zero — a
 history written across replicas with skewed clocks — count as zero.
 
+Events later than ``now`` have not happened yet: the summary at ``now`` is that of the events
+up to ``now`` (cut at the first later one), as the availability report reads them, so the two
+agree on every count and duration. A history loaded at ``now`` holds nothing later than the
+clock skew allowance (docs/history.md); what is within it waits for ``now`` to catch up.
+
 Every duration saturates at Go's largest ``time.Duration`` (2⁶³−1 ns, 292 years), as Go's
 ``Time.Sub`` does: a history or a ``now`` at Go's zero time (``0001-01-01T00:00:00Z``) gives
 the longest duration, never an integer that no JSON reader or Prometheus series can hold.
@@ -22,7 +27,7 @@ the longest duration, never an integer that no JSON reader or Prometheus series 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
 from megamon.domain.summaries import EMPTY_SUMMARY, ProvisioningState, Summary
@@ -92,6 +97,9 @@ class Settled:
     """The last event's timestamp; ``None``: nothing grows (no valid history)."""
     provisioning_since: int | None = None
     """The first event's timestamp while the resource is still provisioning."""
+    latest: int | None = None
+    """The latest timestamp of the record: ``at(now)`` holds for any ``now`` from it on;
+    before it, ``summary_at`` summarizes the events up to ``now`` instead."""
 
     def at(self, now: int) -> Summary:
         """The summary at ``now``."""
@@ -143,6 +151,12 @@ def _never_up(ts: tuple[int, ...], flags: bytes) -> Settled:
 
 def settle(record: EventRecord) -> Settled:
     """Everything of ``record``'s summary that does not depend on ``now``."""
+    settled = _settle(record)
+    ts = record.timestamps
+    return replace(settled, latest=max(ts)) if ts else settled
+
+
+def _settle(record: EventRecord) -> Settled:
     ts, flags = record.timestamps, record.flags
     if not ts or flags[0] & FLAG_UP:
         return _NOTHING_SETTLED
@@ -178,9 +192,27 @@ def settle(record: EventRecord) -> Settled:
     )
 
 
+def events_until(record: EventRecord, now: int) -> EventRecord:
+    """The events of ``record`` before the first one later than ``now`` (the availability
+    report's reading: a later event has not happened yet)."""
+    ts = record.timestamps
+    for i, t in enumerate(ts):
+        if t > now:
+            return EventRecord.trusted(ts[:i], record.flags[:i])
+    return record
+
+
+def summary_at(record: EventRecord, settled: Settled, now: int) -> Summary:
+    """The summary of ``record`` at ``now`` from its ``settled`` part (``settle(record)``);
+    a ``now`` before the record's latest event summarizes the events up to ``now``."""
+    if settled.latest is None or settled.latest <= now:
+        return settled.at(now)
+    return settle(events_until(record, now)).at(now)
+
+
 def summarize(record: EventRecord, now: int) -> Summary:
     """The summary of ``record`` at ``now``; all zero for an empty or invalid history."""
-    return settle(record).at(now)
+    return summary_at(record, settle(record), now)
 
 
 def summarize_all(records: Mapping[str, EventRecord], now: int) -> dict[str, Summary]:

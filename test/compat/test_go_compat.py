@@ -309,6 +309,21 @@ def test_difference_unknown_node_past_the_grace_period_and_the_switch_back() -> 
     assert (as_go.unknown, as_go.up) == (1, True)  # within UnknownCountThreshold 1.0
 
 
+def test_difference_a_surge_node_keeps_a_pool_up_and_the_switch_back() -> None:
+    """The Go megamon's upness, ready + unknown == expected exactly — a Ready node
+    more than expected (a surge upgrade) marks the pool down, and that node turning NotReady
+    brings it up. megamon: enough ready nodes is up, the extra node is counted
+    (megamon_nodepool_surplus_nodes); RequireExactCount true asks for the Go rule."""
+    ready = _node("np", "True", "2026-05-01T00:00:00Z")
+    surge = _node("np", "True", "2026-05-04T17:59:00Z")
+    default = observe_nodepools([_pool("np")], [ready, surge], T0, observer_settings(Config()))
+    assert (default.observations["np"].surplus, default.observations["np"].up) == (1, True)
+    go = parse_config(b'{"RequireExactCount": true}', "c.json")
+    assert observer_settings(go).exact_count is True
+    as_go = observe_nodepools([_pool("np")], [ready, surge], T0, observer_settings(go))
+    assert (as_go.observations["np"].surplus, as_go.observations["np"].up) == (1, False)
+
+
 def test_difference_single_host_tpu_pools_are_tracked_with_a_switch() -> None:
     """internal/aggregator/utils.go: isTPUNodePool — only pools with a placement policy
     topology (multi-host) are TPU pools. megamon also tracks single-host TPU pools;

@@ -79,6 +79,10 @@ def test_defaults() -> None:
         ),
         (b'{"Exporters": ["prometheus"]}', "Exporters: unknown exporter 'prometheus'"),
         (
+            b'{"Exporters": ["gcs", "stdout", "gcs"]}',
+            "Exporters: 'gcs' is listed twice (entries 0 and 2)",
+        ),
+        (
             b'{"MetricsPrefix": "1bad"}',
             "MetricsPrefix: '1bad' does not make a Prometheus metric name",
         ),

@@ -4,6 +4,8 @@ Unknown grace period, and TPU sizing."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from megamon.domain.rules import tpu
 from megamon.domain.rules.readiness import DEFAULT_UNKNOWN_GRACE_NS, Readiness, node_readiness
@@ -41,12 +43,43 @@ def test_max_unknown_rounds_half_to_even(expected: int, threshold: float, allowe
         (64, 58, 6, 0.1, True),  # 6 of 64 → up
         (64, 57, 6, 0.1, False),  # one node neither ready nor Unknown
         (4, 0, 4, 1.0, True),  # all Unknown within the default threshold
-        (4, 5, 0, 1.0, False),  # more ready than expected is not up
+        (4, 5, 0, 1.0, True),  # a surge node more than expected: enough ready is up
+        (4, 4, 1, 0.0, True),  # a surge node still registering (Unknown): 4 ready is enough
+        (4, 3, 2, 0.25, True),  # 3 ready + 1 of the 2 Unknown the threshold allows
+        (4, 2, 2, 0.25, False),  # 2 Unknown needed, 1 allowed
         (0, 0, 0, 1.0, True),
     ],
 )
 def test_upness(expected: int, ready: int, unknown: int, threshold: float, up: bool) -> None:
     assert is_up(expected, ready, unknown, threshold) is up
+
+
+@pytest.mark.parametrize(
+    ("expected", "ready", "unknown", "threshold", "up"),
+    [
+        (4, 5, 0, 1.0, False),  # the Go megamon: one Ready node more is down
+        (4, 4, 1, 1.0, False),
+        (4, 4, 0, 1.0, True),
+        (10, 9, 1, 0.1, True),
+        (64, 54, 10, 0.1, False),
+    ],
+)
+def test_exact_upness_is_the_go_rule(
+    expected: int, ready: int, unknown: int, threshold: float, up: bool
+) -> None:
+    assert is_up(expected, ready, unknown, threshold, exact=True) is up
+
+
+@given(st.integers(0, 300), st.integers(0, 300), st.integers(0, 300), st.floats(0.0, 1.0))
+def test_the_rules_differ_only_where_units_are_more_than_expected(
+    expected: int, ready: int, unknown: int, threshold: float
+) -> None:
+    exact = is_up(expected, ready, unknown, threshold, exact=True)
+    enough = is_up(expected, ready, unknown, threshold)
+    if ready + unknown <= expected:
+        assert exact is enough
+    assert enough or not exact  # what the Go rule calls up is up
+    assert is_up(expected, ready + 1, unknown, threshold) or not enough  # more never downs
 
 
 GRACE = DEFAULT_UNKNOWN_GRACE_NS

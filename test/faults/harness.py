@@ -111,9 +111,13 @@ class Rig:
         self.processes.append(process)
         return process
 
+    def store(self) -> GcsEventStore:
+        """The history in the bucket, read past the fault proxy."""
+        return GcsEventStore(make_storage_client(self.emulator_endpoint), self.bucket, PATH)
+
     def history(self) -> History:
         """What a restart would read: the snapshot and the log after it."""
-        store = GcsEventStore(make_storage_client(self.emulator_endpoint), self.bucket, PATH)
+        store = self.store()
         return {
             kind.value: {
                 self.names.get(key, key): [
@@ -306,6 +310,12 @@ def malformed_jobset(rig: Rig, name: str) -> None:
     k8s.CustomObjectsApi(rig.world.api).create_namespaced_custom_object(
         JOBSETS.group, JOBSETS.version, rig.world.namespace, JOBSETS.plural, body
     )
+
+
+def malformed_status(rig: Rig, name: str) -> None:
+    """A live JobSet's status turned unreadable (its list a number), as a buggy controller or
+    a hand-made patch may leave it."""
+    rig.world.patch_jobset_status(name, {"replicatedJobsStatus": 5})
 
 
 def future_pool_status(rig: Rig, pool: str, number: int) -> None:

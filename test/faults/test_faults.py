@@ -15,6 +15,7 @@ import time
 import orjson
 import pytest
 
+from megamon.domain.kinds import Kind
 from test.e2e.harness import value
 from test.faults.harness import (
     CYCLE_S,
@@ -25,6 +26,7 @@ from test.faults.harness import (
     assert_same_history,
     future_pool_status,
     malformed_jobset,
+    malformed_status,
     run_scenario,
     take_the_lease,
     wait_for_stalled_write,
@@ -295,6 +297,35 @@ def test_kubernetes_malformed_jobsets(fresh_rig: Rig, clean_history: History) ->
     assert_same_history(clean_history, history, TOLERANCE_S)
     assert seen["errors"] == 2.0
     assert fresh_rig.processes[0].log().count("replicatedJobs must be a list") == 2
+
+
+def test_kubernetes_a_live_jobset_turns_malformed_and_is_fixed(
+    fresh_rig: Rig, clean_history: History
+) -> None:
+    """JobSet train, up, gets a status megamon cannot read (replicatedJobsStatus a number) at
+    4 s, and a readable one again at 7 s. Meanwhile it is unobserved, not gone: its last
+    observation stands, the skip is logged and counted once (kind jobset, reason invalid);
+    it is never archived as deleted nor, once fixed, recorded as a new lifetime.
+    """
+    seen: dict[str, float | None] = {}
+
+    def look(r: Rig) -> None:
+        seen["errors"] = value(
+            r.processes[0].scrape(),
+            "megamon_observation_errors_total",
+            kind="jobset",
+            reason="invalid",
+        )
+
+    faults = [
+        (4.0, "train: malformed status", lambda r: malformed_status(r, "train")),
+        (6.0, "scrape", look),
+        (7.0, "train: readable again", lambda r: r.world.jobset_status("train", ready=1)),
+    ]
+    history = run_scenario(fresh_rig, faults)
+    assert_same_history(clean_history, history, TOLERANCE_S)
+    assert seen["errors"] == 1.0
+    assert fresh_rig.store().archived_keys(Kind.JOBSET) == []
 
 
 def test_kubernetes_dropped_watches_and_410_gone(fresh_rig: Rig, clean_history: History) -> None:

@@ -3,6 +3,7 @@ rules applied to it, on objects as their controllers write them (no I/O)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -236,3 +237,45 @@ def test_the_memos_belong_to_the_observer_object_not_the_module() -> None:
     assert observe(observers) is once
     other = observe(WorkloadObservers())
     assert other == once and other is not once
+
+
+def _with_expected(expected: dict[str, Any]) -> KindDescription:
+    return KindDescription.model_validate({**RAYJOB.model_dump(), "Expected": expected})
+
+
+@pytest.mark.parametrize(
+    ("expected", "named"),
+    [
+        ({"Path": "spec.replicaz"}, "spec.replicaz"),  # a typo of a plain count
+        ({"Each": "spec.rayClusterSpec.workerGroupSpec[*]", "Path": "replicas"}, "workerGroupSpec"),
+        ({"Each": "spec.rayClusterSpec.workerGroupSpecs[*]", "Path": "replicaz"}, "replicaz"),
+    ],
+)
+def test_an_expected_count_that_matches_nothing_is_an_error_not_0_of_0_up(
+    expected: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(
+        ObservationError, match=rf"rayjob ml/ray: expected: nothing matches .*{named}"
+    ):
+        described_projection(_with_expected(expected))(rayjob())
+
+
+def test_an_expected_count_with_a_default_is_that_default_when_nothing_matches() -> None:
+    lws_like = _with_expected({"Path": "spec.replicas", "Default": 1})
+    assert described_projection(lws_like)(rayjob()).expected == 1
+    ready_missing = rayjob()
+    del ready_missing["status"]["rayClusterStatus"]
+    assert described_projection(RAYJOB)(ready_missing).ready == 0  # no status yet: not an error
+
+
+def test_a_resource_that_cannot_be_observed_keeps_its_last_observation() -> None:
+    observer = DescribedObserver(RAYJOB)
+    good = described_projection(RAYJOB)(rayjob())
+    first = observer([good], Settings()).observations["uid-ray"]
+    broken = dataclasses.replace(good, shapes=(("4x", 2),))  # a topology that is no topology
+    observed = observer([broken], Settings())
+    assert observed.observations["uid-ray"] is first  # unobserved now, not gone
+    assert [p.reason for p in observed.problems] == ["invalid"]
+    assert observer([good], Settings()).observations["uid-ray"] is first
+    never_seen = dataclasses.replace(broken, uid="uid-other")
+    assert "uid-other" not in observer([never_seen], Settings()).observations

@@ -8,9 +8,10 @@ import pytest
 
 from megamon.domain import interruptions, labels, timestamps
 from megamon.domain.kinds import Kind
+from megamon.domain.observations import Observation
 from megamon.domain.owners import SliceOwner
 from megamon.errors import ObservationError
-from megamon.observing.common import Settings
+from megamon.observing.common import Reuse, Settings
 from megamon.observing.nodepools import observe_nodepools
 from megamon.observing.scheduling import scheduling_map
 from megamon.observing.slices import observe_slices
@@ -69,6 +70,46 @@ def pool(name: str = "np", status: str = "RUNNING", **kw: Any) -> NodePoolView:
 
 def nodes(n: int, **kw: Any) -> list[Any]:
     return [node_view(node(f"n{i}", **kw)) for i in range(n)]
+
+
+class TestSurgeNodes:
+    """A surge upgrade adds a node to a pool before it removes an old one: enough ready nodes
+    is up, the extra node is counted (``surplus``) and never makes the pool down."""
+
+    def test_an_extra_ready_node_keeps_the_pool_up_and_is_counted(self) -> None:
+        surged = [*nodes(64), node_view(node("surge"))]
+        got = observe_nodepools([pool()], surged, NOW, DEFAULT).observations["np"]
+        assert (got.expected, got.ready, got.surplus, got.up) == (64, 65, 1, True)
+        assert got.reason == ""
+
+    def test_the_extra_node_turning_not_ready_changes_nothing(self) -> None:
+        surged = [*nodes(64), node_view(node("surge", ready="False"))]
+        got = observe_nodepools([pool()], surged, NOW, DEFAULT).observations["np"]
+        assert (got.ready, got.surplus, got.up) == (64, 1, True)
+
+    def test_extra_nodes_do_not_hide_missing_ready_ones(self) -> None:
+        surged = [*nodes(63), *(node_view(node(f"x{i}", ready="False")) for i in range(3))]
+        got = observe_nodepools([pool()], surged, NOW, DEFAULT).observations["np"]
+        assert (got.ready, got.surplus, got.up) == (63, 2, False)
+        assert got.reason == interruptions.NODE_NOT_READY
+
+    def test_the_go_rule_marks_the_pool_down_behind_its_switch(self) -> None:
+        go = Settings(exact_count=True)
+        surged = [*nodes(64), node_view(node("surge"))]
+        got = observe_nodepools([pool()], surged, NOW, go).observations["np"]
+        assert (got.surplus, got.up) == (1, False)
+        not_ready = [*nodes(64), node_view(node("surge", ready="False"))]
+        assert observe_nodepools([pool()], not_ready, NOW, go).observations["np"].up
+
+    def test_a_jobsets_extra_node_is_counted_and_keeps_it_up(self) -> None:
+        js = jobset_view(jobset("train", replicas=1, parallelism=2))
+        provisioner = {
+            labels.PROVISIONER_JOBSET_NAME: "train",
+            labels.PROVISIONER_JOBSET_NAMESPACE: "team",
+        }
+        provisioned = [node_view(node(f"j{i}", pool="p", **provisioner)) for i in range(3)]
+        got = observe_jobset_nodes([js], provisioned, NOW, DEFAULT).observations[js.uid]
+        assert (got.expected, got.ready, got.surplus, got.up) == (2, 3, 1, True)
 
 
 class TestNodePools:
@@ -358,3 +399,12 @@ def test_scheduling_map_from_leader_pods_pruned_to_live_pools() -> None:
     assert {k: (v.job_name, v.jobset_name) for k, v in got.items()} == {
         "np-a": ("js-slice-0", "js")
     }
+
+
+def test_a_pool_that_cannot_be_sized_any_more_keeps_its_last_observation() -> None:
+    memo: Reuse[str, Observation] = Reuse()
+    first = observe_nodepools([pool()], nodes(64), NOW, DEFAULT, memo).observations["np"]
+    broken = pool(tpu_topology="16x")  # no topology, and no node says one either
+    observed = observe_nodepools([broken], [], NOW, DEFAULT, memo)
+    assert observed.observations["np"] is first  # unobserved now, not retired
+    assert [p.reason for p in observed.problems] == ["invalid"]

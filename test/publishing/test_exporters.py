@@ -201,14 +201,19 @@ def test_no_exporters_are_configured_by_default() -> None:
     assert exporters.build_exporters(config()) == []
 
 
-def test_exporters_are_built_in_order_and_each_name_once(tmp_path: Any) -> None:
+def test_exporters_are_built_in_order(tmp_path: Any) -> None:
     built = exporters.build_exporters(
-        config(Exporters=["gcs", "stdout", "configmap", "stdout"], EventsLocalDir=str(tmp_path)),
+        config(Exporters=["gcs", "stdout", "configmap"], EventsLocalDir=str(tmp_path)),
         api_client=k8s.ApiClient(),
     )
     assert [e.name for e in built] == ["gcs", "stdout", "configmap"]
     assert isinstance(built[0], exporters.LocalReportExporter)
     assert built[0].describe() == str(tmp_path / "reports")
+
+
+def test_an_exporter_listed_twice_is_refused_not_built_once() -> None:
+    with pytest.raises(ConfigError, match="Exporters: 'stdout' is listed twice"):
+        config(Exporters=["gcs", "stdout", "configmap", "stdout"])
 
 
 def test_gcs_writes_to_the_bucket_when_one_is_named() -> None:

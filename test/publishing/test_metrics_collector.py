@@ -456,11 +456,14 @@ def test_every_metric_is_documented() -> None:
     collector = ReportCollector("megamon", lambda: None, build=BUILD)
     described = {family.name for family in collector.describe()}
     nodepool_series = {name for name in described if name.startswith("megamon_nodepool_")}
-    assert len(described) == 6 + len(Kind) * len(
-        nodepool_series - {"megamon_nodepool_job_scheduled"}
-    ) + len({"megamon_jobset_restarts"} & described)
-    for name in sorted(described):
-        if name == "megamon_jobset_restarts":
+    own = {"megamon_jobset_restarts", "megamon_nodepool_surplus_nodes"}
+    surplus = {"megamon_nodepool_surplus_nodes", "megamon_jobset_nodes_surplus_nodes"}
+    shared = nodepool_series - {"megamon_nodepool_job_scheduled"} - own
+    assert surplus <= described
+    assert len(described) == 6 + len(Kind) * len(shared) + len(own | surplus)
+    assert "### `megamon_<kind>_surplus_nodes`" in docs
+    for name in sorted(described - surplus):
+        if name in own:
             assert f"\n{name}{{" in docs, f"no example of {name}"
         elif name.startswith(tuple(f"megamon_{kind.value}_" for kind in Kind)):
             continue  # every kind shares the nodepool series, documented with that example
@@ -468,3 +471,23 @@ def test_every_metric_is_documented() -> None:
     for name in sorted(nodepool_series):
         example = f"\n{name}{{" in docs or f"\n{name}_bucket{{" in docs  # a histogram's
         assert example, f"no example of {name}"
+
+
+def test_surplus_nodes_are_a_gauge_of_the_kinds_that_count_nodes_only_when_non_zero() -> None:
+    surged = Observation.build(expected=64, ready=65, surplus=1, attrs=POOL_A)
+    exact = Observation.build(
+        expected=64, ready=64, attrs=POOL_A.model_copy(update={"nodepool_name": "tpu-pool-b"})
+    )
+    registry = scrape_registry(one_kind(Kind.NODEPOOL, {"a": surged, "b": exact}))
+    assert registry.get_sample_value("megamon_nodepool_up", POOL_A_LABELS) == 1.0
+    assert registry.get_sample_value("megamon_nodepool_surplus_nodes", POOL_A_LABELS) == 1.0
+    assert "megamon_nodepool_surplus_nodes" not in {
+        s.name
+        for f in registry.collect()
+        for s in f.samples
+        if s.labels.get("nodepool_name") == "tpu-pool-b"
+    }
+    jobset = Observation.build(expected=1, ready=1, surplus=3)  # not a kind that counts nodes
+    assert "megamon_jobset_surplus_nodes" not in sample_names(
+        scrape_registry(one_kind(Kind.JOBSET, {"j": jobset}))
+    )

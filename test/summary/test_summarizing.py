@@ -337,17 +337,34 @@ CASES: dict[str, Case] = {
             provisioning_state=SUCCESS,
         ),
     ),
-    "now before the last event (clock skew): the trailing period counts as zero": Case(
+    "now before the last event (clock skew): that event has not happened yet": Case(
         record(down(0), up(H)),
         T0 + H - 5 * M,
         Summary(
-            down_time_initial=H, down_time=H, provisioning_duration=H, provisioning_state=SUCCESS
+            down_time=H - 5 * M,
+            provisioning_duration=H - 5 * M,
+            provisioning_state=PROVISIONING,
         ),
     ),
-    "now before the only event: provisioning for zero, never negative": Case(
+    "an event later than now is not an interruption yet, nor 73 years of down time": Case(
+        record(down(0), up(M), down(H), up(H + 10 * M)),
+        T0 + H + 5 * M,
+        Summary(
+            down_time_initial=M,
+            down_time=M + 5 * M,
+            up_time=H - M,
+            interruption_count=1,
+            total_up_time_between_interruption=H - M,
+            mean_up_time_between_interruption=H - M,
+            latest_up_time_between_interruption=H - M,
+            provisioning_duration=M,
+            provisioning_state=SUCCESS,
+        ),
+    ),
+    "now before the only event: nothing has happened yet, nothing negative": Case(
         record(down(0)),
         T0 - M,
-        Summary(provisioning_state=PROVISIONING),
+        Summary(),
     ),
     "first observation already up: down and up at the same instant": Case(
         record(down(0), up(0)),

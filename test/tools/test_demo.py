@@ -171,3 +171,10 @@ def test_a_failed_resource_reads_failed_as_in_megamon_report() -> None:
     text = 'megamon_slice_up{slice_name="s"} 0\n'
     [row] = [line for line in render(text, report).splitlines() if line.startswith("slice ")]
     assert row.split()[2] == "failed"
+
+
+def test_a_name_cannot_split_or_reverse_its_row() -> None:
+    text = 'megamon_nodepool_up{nodepool_name="a\\nnodepool b\u202ex",tpu_topology="2x2"} 1\n'
+    lines = render(text).splitlines()
+    assert len(lines) == 3  # header, rule, one row
+    assert lines[2].startswith("nodepool        a\\nnodepool b\\u202ex ")

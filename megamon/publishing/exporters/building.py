@@ -37,14 +37,15 @@ def build_exporters(
     collect: Collect | None = None,
     version: str = "",
 ) -> list[Exporter]:
-    """One exporter per name in ``config.Exporters``, in order, each name once.
+    """One exporter per name in ``config.Exporters``, in order (the configuration refuses a
+    name listed twice).
 
     ``api_client`` (a ``kubernetes.client.ApiClient``) is required by ``configmap``;
     ``storage_client`` is built from the ambient credentials when ``gcs`` needs one;
     ``collect`` (the ``/metrics`` registry's) and megamon's ``version`` by ``otlp``.
     """
     exporters: list[Exporter] = []
-    for name in dict.fromkeys(config.Exporters):
+    for name in config.Exporters:
         if name == EXPORTER_STDOUT:
             exporters.append(StdoutExporter())
         elif name == EXPORTER_CONFIGMAP:

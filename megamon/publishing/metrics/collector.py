@@ -154,6 +154,9 @@ _SUMMARY_GAUGES: tuple[_SummaryGauge, ...] = (
 _UP_HELP = "1 if the {noun} is up (ready and not expected down), else 0."
 _CHIPS_HELP = "TPU chips of the {noun} (only when known)."
 _RESTARTS_HELP = "Times the {noun} restarted (its status.restarts), where megamon reads them."
+_SURPLUS_HELP = (
+    "Nodes of the {noun} beyond the expected count (a surge upgrade's); only when non-zero."
+)
 _PROVISIONING_HELP = (
     "Time the {noun} took (success, failed) or has taken so far (provisioning) to first come up."
 )
@@ -214,7 +217,8 @@ def _row_values(obs: Observation, summary: Summary | None) -> tuple[float | None
     In family order (``_kind_families``): ``up``; each ``_SUMMARY_GAUGES`` entry (when there
     is a summary, and the value is non-zero or always emitted); chips (when known); the
     provisioning duration (when there is a provisioning state, which becomes its label);
-    restarts (when the kind reads them).
+    surplus nodes (when non-zero); restarts (when the kind reads them). The table keeps the
+    columns its kind has (``_KindTable.add``).
     """
     values: list[float | None] = [1.0 if obs.up else 0.0]
     if summary is None:
@@ -228,6 +232,7 @@ def _row_values(obs: Observation, summary: Summary | None) -> tuple[float | None
         values.append(summary.provisioning_duration / NANOS_PER_SECOND)
     else:
         values.append(None)
+    values.append(float(obs.surplus) if obs.surplus else None)
     values.append(None if obs.restarts is None else float(obs.restarts))
     return tuple(values)
 
@@ -246,6 +251,7 @@ def _kind_families(prefix: str, kind: Kind) -> list[tuple[str, str]]:
         *((spec.suffix, spec.help) for spec in _SUMMARY_GAUGES),
         (names.TPU_CHIP_COUNT, _CHIPS_HELP),
         (names.PROVISIONING_DURATION, _PROVISIONING_HELP),
+        *([(names.SURPLUS_NODES, _SURPLUS_HELP)] if spec.counts_nodes else []),
         *([(names.RESTARTS, _RESTARTS_HELP)] if spec.restarts else []),
     ]
     return [
@@ -256,6 +262,8 @@ def _kind_families(prefix: str, kind: Kind) -> list[tuple[str, str]]:
 
 _PROVISIONING = len(_SUMMARY_GAUGES) + 2
 """The column of the provisioning duration, the one family with a label of its own."""
+_SURPLUS = _PROVISIONING + 1
+_RESTARTS = _PROVISIONING + 2
 
 
 class _KindTable:
@@ -264,14 +272,21 @@ class _KindTable:
 
     def __init__(self, prefix: str, kind: Kind) -> None:
         self.families = _kind_families(prefix, kind)
+        spec = kind_spec(kind)
+        self._dropped = {
+            column
+            for column, kept in ((_SURPLUS, spec.counts_nodes), (_RESTARTS, spec.restarts))
+            if not kept
+        }
         self.labels: list[_LabelSet] = []
         self.states: list[str] = []
         self.columns: list[list[float | None]] = [[] for _ in self.families]
         self._texts: list[str] | None = None
 
     def add(self, labels: _LabelSet, obs: Observation, summary: Summary | None) -> None:
-        # raises before anything is added; restarts (the last value) only if the kind has them
-        values = _row_values(obs, summary)[: len(self.families)]
+        # raises before anything is added; surplus and restarts only if the kind has them
+        row = _row_values(obs, summary)
+        values = [value for column, value in enumerate(row) if column not in self._dropped]
         self.labels.append(labels)
         self.states.append(str(summary.provisioning_state) if summary is not None else "")
         for column, value in zip(self.columns, values, strict=True):

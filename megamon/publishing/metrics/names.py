@@ -30,6 +30,8 @@ UP_TIME_BETWEEN_INTERRUPTION_LATEST: Final = "up_time_between_interruption_lates
 TPU_CHIP_COUNT: Final = "tpu_chip_count"
 PROVISIONING_DURATION: Final = "provisioning_duration_seconds"
 RESTARTS: Final = "restarts"
+SURPLUS_NODES: Final = "surplus_nodes"
+"""New in 0.2.0: nodes beyond the expected count (a surge upgrade's), where a kind counts nodes."""
 DOWN_CHIP_SECONDS: Final = "down_chip_seconds"
 """New in 0.2.0: chip-seconds down in interruptions, by accelerator, topology, spot, reason."""
 CHIP_AVAILABILITY: Final = "chip_availability_ratio"

@@ -7,9 +7,12 @@ An update whose projection is what the cache already holds (a node's heartbeat, 
 field megamon does not read) changes nothing: no new snapshot, no wake-up — at fleet scale
 almost every watch event is one. Every real change wakes the ``on_change`` callback, so an
 observer can react instead of polling. An object that cannot be projected — missing fields,
-wrong types, not even a JSON object, or anything else its projection raises — is left out,
-logged once and handed to ``on_problem`` once (which counts it), so that no object can kill
-the watch thread. ``alive`` says whether that thread still runs: one that died anyway must
+wrong types, not even a JSON object, or anything else its projection raises — is logged once
+and handed to ``on_problem`` once (which counts it), so that no object can kill the watch
+thread. It is unreadable, not gone: an object that could be read before keeps its last
+projection (stale) until it is readable again or deleted, so a JobSet whose status turns
+malformed for a while is neither retired nor, once fixed, seen as a new resource. One never
+read is left out. ``alive`` says whether that thread still runs: one that died anyway must
 fail liveness rather than leave its data frozen behind healthy probes.
 """
 
@@ -101,15 +104,19 @@ class WatchCache(Generic[V]):
         self._stop = threading.Event()
         self._response: Any | None = None
 
-    def _projected(self, obj: Any) -> tuple[str, V | None]:
+    def _projected(self, obj: Any, previous: Mapping[str, V]) -> tuple[str, V | None]:
+        """The key and projection of ``obj``; for one that cannot be projected, its last
+        projection in ``previous`` (stale), or ``None`` when it never had one."""
         key = object_key(obj)
         view = _rejection(self.kind, key, obj, self._project)
         if isinstance(view, Rejection):
+            stale = previous.get(key)
             if key not in self._reported:  # once per object, not once per update of it
                 self._reported.add(key)
-                log.warning("%s skipped (%s): %s", self.name, view.reason, view)
+                kept = "; its last reading is kept" if stale is not None else ""
+                log.warning("%s skipped (%s): %s%s", self.name, view.reason, view, kept)
                 self._on_problem(view)
-            return key, None
+            return key, stale
         self._reported.discard(key)
         return key, view
 
@@ -120,7 +127,7 @@ class WatchCache(Generic[V]):
             previous = self._items
         items: dict[str, V] = {}
         for obj in objects:
-            key, view = self._projected(obj)
+            key, view = self._projected(obj, previous)
             if view is not None:
                 old = previous.get(key)
                 items[key] = old if old is not None and old == view else view
@@ -136,9 +143,11 @@ class WatchCache(Generic[V]):
             key, view = object_key(obj), None
             self._reported.discard(key)  # a bad object deleted: forget it, and report anew
         else:
-            key, view = self._projected(obj)
+            with self._lock:
+                previous = self._items
+            key, view = self._projected(obj, previous)
         with self._lock:
-            if view is None:  # deleted, or no longer projectable
+            if view is None:  # deleted, or never projectable
                 changed = self._items.pop(key, None) is not None
             elif self._items.get(key) == view:
                 changed = False  # nothing megamon reads has changed
@@ -190,8 +199,9 @@ class WatchCache(Generic[V]):
         response = self._response
         if response is not None:
             # Wake the watch thread out of its blocking read. A stream that already ended
-            # (or never got its socket) refuses, and then there is nothing to wake.
-            with contextlib.suppress(ValueError, OSError):
+            # (or never got its socket, or went back to the pool: urllib3's RuntimeError)
+            # refuses, and then there is nothing to wake.
+            with contextlib.suppress(ValueError, OSError, RuntimeError):
                 response.shutdown()
         if self._thread is not None:
             self._thread.join(timeout)

@@ -27,7 +27,8 @@ KIND_JOBSET = Kind.JOBSET.value
 KIND_LEADERWORKERSET = Kind.LEADERWORKERSET.value
 KIND_SLICE = Kind.SLICE.value
 """The ``kind`` label of objects a watch cache skipped: the values of ``Kind`` where there is
-one, so a JobSet problem is ``kind="jobset"`` wherever it was found."""
+one, so a JobSet problem is ``kind="jobset"`` wherever it was found (and a described kind's
+is its noun, ``kind="rayjob"``, never its resource name)."""
 
 
 class ClusterView(Protocol):
@@ -140,6 +141,7 @@ class KubeCluster:
                 _cache_name(d),
                 resources.custom_lister(api, resources.described_resource(d)),
                 described_projection(d),
+                kind=d.kind.value,
                 **common,
             )
             for d in described

@@ -77,14 +77,20 @@ def _count_value(value: Any, what: str) -> int:
 
 
 class _Counter:
-    """One ``Count`` of a description, its paths compiled."""
+    """One ``Count`` of a description, its paths compiled.
 
-    def __init__(self, count: Count, what: str) -> None:
+    ``required`` (the ``Expected`` count): a count that matches nothing — no element for
+    ``Each``, no value for any ``Path`` and no ``Default`` given — is an error of the object,
+    not 0: a typo in a path would otherwise make every resource "0 of 0 ready", up."""
+
+    def __init__(self, count: Count, what: str, *, required: bool = False) -> None:
         self._what = what
         self._paths = [(text, compile_path(text)) for text in count.Path]
         self._each = compile_path(count.Each) if count.Each is not None else None
+        self._each_text = count.Each or ""
         self._times = [(text, compile_path(text)) for text in count.Times]
         self._default = count.Default
+        self._required = required and not count.has_default
 
     def _sum(self, obj: Any, where: str) -> int:
         total, found = 0, False
@@ -94,13 +100,19 @@ class _Counter:
                     continue
                 total += _count_value(value, f"{where}: {self._what} {text}")
                 found = True
+        if not found and self._required:
+            paths = ", ".join(text for text, _ in self._paths)
+            raise ObservationError(f"{where}: {self._what}: nothing matches {paths}")
         return total if found else self._default
 
     def __call__(self, obj: Json, where: str) -> int:
         if self._each is None:
             return self._sum(obj, where)
+        elements = _values(self._each, obj)
+        if not elements and self._required:
+            raise ObservationError(f"{where}: {self._what}: nothing matches {self._each_text}")
         total = 0
-        for element in _values(self._each, obj):
+        for element in elements:
             if not isinstance(element, dict):
                 raise ObservationError(f"{where}: {self._what}: each element must be an object")
             value = self._sum(element, where)
@@ -179,7 +191,7 @@ class _Selectors:
 
 def described_projection(description: KindDescription) -> Callable[[Json], DescribedView]:
     """The projection of one described kind's objects (paths compiled once, here)."""
-    expected = _Counter(description.Expected, "expected")
+    expected = _Counter(description.Expected, "expected", required=True)
     ready = _Counter(description.Ready, "ready")
     selectors = _Selectors(description)
     restarts = _Counter(description.Restarts, "restarts") if description.Restarts else None

@@ -9,14 +9,16 @@ from typing import Any
 import orjson
 import pytest
 
+from internal.tools.scripted_history import DOWN, UP, ScriptedResource, record
 from megamon.cli.main import main
 from megamon.domain.kinds import Kind
+from megamon.domain.observations import Attrs
 from megamon.publishing.exporters.archives import GcsReportExporter, LocalReportExporter
 from megamon.stores.factory import gcs_client
 from megamon.stores.gcs import GcsEventStore
 from megamon.stores.local import LocalEventStore
 from megamon.summary.summarizing import summarize
-from test.cli.report.history import NOW, NOW_TEXT, H, M, fill
+from test.cli.report.history import NOW, NOW_TEXT, V5P, H, M, T, fill
 
 
 @pytest.fixture
@@ -242,3 +244,26 @@ def test_argparse_refuses_unknown_choices(
         main(["report", *argv])
     assert caught.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_name_cannot_split_or_reverse_its_row_in_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostile = "evil\nnodepool  np-fake  \u202eeurt\\n"
+    resources = [
+        ScriptedResource(
+            Kind.JOBSET,
+            "js-x",
+            Attrs(jobset_name=hostile, jobset_namespace="team", jobset_uid="js-x", **V5P),
+            ((T, DOWN), (T + H, UP)),
+        )
+    ]
+    directory = tmp_path / "history"
+    record(LocalEventStore(directory), resources, NOW)
+    status, out, err = run(capsys, "report", "--events-dir", str(directory), "--now", NOW_TEXT)
+    assert status == 0, err
+    (row,) = [line for line in out.splitlines() if "team/" in line]
+    assert "team/evil\\nnodepool  np-fake  \\u202eeurt\\\\n" in row
+    assert "\u202e" not in out and not any(line.startswith("nodepool") for line in out.splitlines())
+    document = run_json(capsys, "--events-dir", str(directory))
+    assert by_name(document)[f"team/{hostile}"]["key"] == "js-x"  # JSON keeps the name itself

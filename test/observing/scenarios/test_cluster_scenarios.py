@@ -11,6 +11,7 @@ import pytest
 from kubernetes import client as k8s
 
 from megamon.domain import labels
+from megamon.domain.events import FLAG_UP
 from megamon.domain.kinds import Kind
 from megamon.domain.reports import Report
 from megamon.domain.summaries import ProvisioningState
@@ -120,6 +121,29 @@ def test_jobsets_become_ready_then_end(
     report = megamon.settle(lambda r: r.kind(Kind.JOBSET).observations[uid].status == ending)
     assert not report.kind(Kind.JOBSET).observations[uid].up
     assert report.kind(Kind.JOBSET).summaries[uid].interruption_count == interruptions
+
+
+def test_a_jobset_whose_status_turns_malformed_is_unobserved_not_deleted_and_not_reborn(
+    world: World, megamon: Megamon
+) -> None:
+    uid = world.jobset("train", replicas=2)
+    world.jobset_status("train", ready=2)
+    megamon.settle(lambda r: uid in r.kind(Kind.JOBSET).observations)
+    up = megamon.settle(lambda r: r.kind(Kind.JOBSET).observations[uid].up)
+    world.patch_jobset_status("train", {"replicatedJobsStatus": 5})
+    megamon.settle(lambda r: any(p.kind == "jobset" for p in megamon.problems))
+    stale = megamon.settle(lambda r: True)  # a cycle after the watch delivered it
+    assert stale.kind(Kind.JOBSET).observations[uid] == up.kind(Kind.JOBSET).observations[uid]
+    assert [(p.subject, p.reason) for p in megamon.problems] == [
+        (f"{world.namespace}/train", "invalid")
+    ]
+    assert megamon.store.archived_keys(Kind.JOBSET) == []  # not retired
+    world.jobset_status("train", ready=1)  # readable again: one replicated job lost
+    report = megamon.settle(lambda r: not r.kind(Kind.JOBSET).observations[uid].up)
+    assert report.kind(Kind.JOBSET).summaries[uid].interruption_count == 1  # the same lifetime
+    record = load_kind(megamon.store, Kind.JOBSET).history.records[uid]
+    assert [bool(f & FLAG_UP) for f in record.flags] == [False, True, False]
+    assert megamon.store.archived_keys(Kind.JOBSET) == []
 
 
 def test_a_leaderworkerset(world: World, megamon: Megamon) -> None:

@@ -20,6 +20,7 @@ from megamon.config import ConfigMapRef
 from megamon.domain import labels, timestamps
 from megamon.domain.descriptions import KindDescription
 from megamon.domain.kinds import Kind
+from megamon.domain.rejections import Rejection
 from megamon.domain.reports import Report
 from megamon.loops.aggregator import Aggregator, Intervals
 from megamon.observing.cluster import WorkloadObservers
@@ -297,6 +298,17 @@ class World:
             SLICES.group, SLICES.version, SLICES.plural, name, {"status": {"conditions": body}}
         )
 
+    def patch_jobset_status(self, name: str, status: dict[str, Any]) -> None:
+        """Any status, well-formed or not, as a buggy controller may write it."""
+        self._custom().patch_namespaced_custom_object_status(
+            JOBSETS.group,
+            JOBSETS.version,
+            self.namespace,
+            JOBSETS.plural,
+            name,
+            {"status": status},
+        )
+
     def patch_jobset(self, name: str, body: dict[str, Any]) -> None:
         """Labels or ``spec.suspend``, as a user or Kueue changes them."""
         self._custom().patch_namespaced_custom_object(
@@ -360,6 +372,8 @@ class Megamon:
         described: Sequence[KindDescription] = (),
         clock: Callable[[], int] = time.time_ns,
     ) -> None:
+        self.problems: list[Rejection] = []
+        """What the watch caches could not read (``on_problem``), in the order they met it."""
         kinds = {Kind.NODEPOOL, Kind.JOBSET, Kind.LEADERWORKERSET}
         kinds.add(Kind.SLICE if slices else Kind.JOBSET_NODES)
         kinds.update(description.kind for description in described)
@@ -370,6 +384,7 @@ class Megamon:
             described=described,
             settings=FAST,
             on_change=lambda: self.aggregator.changed.set(),  # noqa: PLW0108 - set below
+            on_problem=self.problems.append,
         )
         owner_key = ConfigMapKey(
             world.api,

@@ -15,6 +15,7 @@ from internal.fakekube.fakekube import FakeKube
 from megamon.domain import labels
 from megamon.domain.descriptions import KindDescription, shipped
 from megamon.domain.rejections import REASON_INVALID, REASON_MALFORMED, REASON_UNEXPECTED, Rejection
+from megamon.errors import ObservationError
 from megamon.sources.kube.cache import WatchCache
 from megamon.sources.kube.cluster import KubeCluster
 from megamon.sources.kube.projections import NodeView, node_view
@@ -246,3 +247,63 @@ def test_described_kinds_get_a_projected_cache_and_an_unserved_one_waits_for_nob
         assert contact <= described_contact, "a listed described kind counts for freshness"
     finally:
         cluster.stop()
+
+
+def test_a_described_kinds_skipped_object_is_counted_under_its_noun(
+    fake_kube: FakeKube, kube_api_client: Any
+) -> None:
+    trainjob = shipped("trainjob")
+    typo = KindDescription.model_validate(
+        {**trainjob.model_dump(), "Noun": "tj", "Expected": {"Path": "spec.numNodez"}}
+        | {"EventFile": "tj.json"}
+    )
+    fake_kube.create(
+        {
+            "apiVersion": f"{trainjob.Group}/{trainjob.Version}",
+            "kind": "TrainJob",
+            "metadata": {"name": "t", "namespace": "ml"},
+            "spec": {"runtimeRef": {"name": "r"}},
+        }
+    )
+    problems: list[Rejection] = []
+    cluster = KubeCluster(
+        kube_api_client, described=[typo], settings=FAST, on_problem=problems.append
+    )
+    cluster.start()
+    try:
+        eventually(lambda: typo.kind in cluster.snapshot().described)
+        assert cluster.snapshot().described[typo.kind] == {}
+        assert [(p.kind, p.subject, p.reason) for p in problems] == [
+            ("tj", "ml/t", REASON_INVALID)
+        ]  # the noun, as its series are named, not "trainjobs.trainer.kubeflow.org"
+        assert "expected: nothing matches spec.numNodez" in problems[0].message
+    finally:
+        cluster.stop()
+
+
+def test_an_object_that_turns_unreadable_keeps_its_last_projection_until_deleted() -> None:
+    problems: list[Rejection] = []
+
+    def project(obj: dict[str, Any]) -> int:
+        ready = obj["status"]["ready"]
+        if type(ready) is not int:
+            raise ObservationError(f"ready is {ready!r}")
+        return ready
+
+    def jobset(ready: object) -> dict[str, Any]:
+        return {"metadata": {"name": "train", "namespace": "ml"}, "status": {"ready": ready}}
+
+    cache = WatchCache("jobsets", lambda **_: None, project, on_problem=problems.append)
+    cache.replace([jobset(2)])
+    cache.apply("MODIFIED", jobset(5.5))
+    cache.apply("MODIFIED", jobset("x"))
+    assert dict(cache.snapshot()) == {"ml/train": 2}  # unreadable: stale, not gone
+    cache.replace([jobset([])])  # a relist (410 Gone) while it is still unreadable
+    assert dict(cache.snapshot()) == {"ml/train": 2}
+    assert [(p.subject, p.reason) for p in problems] == [("ml/train", REASON_INVALID)]
+    cache.apply("MODIFIED", jobset(1))
+    assert dict(cache.snapshot()) == {"ml/train": 1}
+    cache.apply("MODIFIED", jobset(None))
+    cache.apply("DELETED", jobset(None))
+    assert dict(cache.snapshot()) == {}
+    assert len(problems) == 2  # unreadable again after being read: reported again
