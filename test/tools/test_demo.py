@@ -10,8 +10,10 @@ from pathlib import Path
 
 import orjson
 
-from internal.demo.__main__ import Screen, _history, time_scale
+from internal.demo.__main__ import LAST_SCRAPE, Screen, _history, time_scale
 from internal.demo.table import Row, rows, state
+from megamon.config import parse_config
+from test.crosssurface import check_history, scrape_time
 
 
 def test_the_demo_shows_the_fleet_and_stops_cleanly(tmp_path: Path) -> None:
@@ -69,6 +71,16 @@ def test_the_demo_shows_the_fleet_and_stops_cleanly(tmp_path: Path) -> None:
         assert ran.returncode == 0, (command, ran.stderr[-2000:])
     shown_pools = subprocess.run(shlex.split(commands[0]), capture_output=True, check=True)
     assert "v5e-256-pretrain" in orjson.loads(shown_pools.stdout)
+
+    # The history the demo leaves gives the same figures on every surface.
+    config = parse_config((tmp_path / "megamon.json").read_bytes(), "megamon.json")
+    last_scrape = (tmp_path / LAST_SCRAPE).read_text()
+    check_history(
+        tmp_path / "megamon-data",
+        scrape_time(last_scrape),
+        metrics=last_scrape,
+        cycle_ns=int(config.AggregationIntervalSeconds * 10**9),
+    )
 
 
 def test_each_run_starts_a_fresh_history_unless_kept(tmp_path: Path) -> None:
