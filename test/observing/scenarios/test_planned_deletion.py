@@ -1,5 +1,5 @@
 """A node pool deleted on purpose, as GKE deletes one: its nodes vanish first, then the pool
-reads ``STOPPING``/``DELETING``, then it is gone from ``ListNodePools``. Whatever megamon
+reads ``STOPPING`` (GKE's status of a pool being deleted), then it is gone from ``ListNodePools``. Whatever megamon
 makes of the nodes vanishing, every surface must give the same figures for it (the
 ``world`` fixture ends with the cross-surface check, ``test.crosssurface``); the pool leaves
 the live history for the archive."""
@@ -26,7 +26,7 @@ def test_a_deleted_pool_whose_nodes_vanish_before_its_status_changes(world: Worl
         for node in ("np-0", "np-1"):  # GKE drains and deletes the VMs first
             world.delete_node(node)
         running.settle(lambda r: not r.kind(Kind.NODEPOOL).observations["np"].up)
-        world.pool_status("np", "DELETING")
+        world.pool_status("np", "STOPPING")
         running.settle(lambda r: r.kind(Kind.NODEPOOL).observations["np"].expected_down)
         world.gke.delete_node_pool("proj", "us-central2", "tpu-cluster", "np")
         running.settle(lambda r: _pool(r) is None)
