@@ -27,7 +27,7 @@ these relations, keys named by integer ids:
 The snapshot files, archive entries and marks are decoded by the codec (the same decoders
 as every other reader) and handed to DuckDB as CSV (``CsvRelations``); the log's segments
 are read from their Parquet batches (``megamon.fleet.columnar``), converted once through
-``LOG_ROWS_SQL``, the one adapter from the log's columns to these. ``Relations.use`` points
+``megamon.codec.log_sql``, the one adapter from the log's columns to these. ``Relations.use`` points
 the views at one chunk of histories at a time.
 """
 
@@ -41,17 +41,24 @@ from typing import TextIO
 
 import duckdb
 
-from megamon.domain.events import EventRecord
-from megamon.domain.kinds import Kind
-from megamon.fleet.columnar import (
+from megamon.codec.log_sql import (
     T_ATTRS,
     T_EVENT,
     T_OBSERVED,
     T_RETIRED,
-    ColumnarCache,
-    Converted,
+    LogAttributes,
+    log_rows_sql,
+    sql_text,
 )
-from megamon.summary.availability import ACCELERATOR_ATTR, TOPOLOGY_ATTR, Resource
+from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
+from megamon.domain.kinds import Kind
+from megamon.fleet.columnar import ColumnarCache, Converted
+from megamon.summary.availability import (
+    ACCELERATOR_ATTR,
+    TOPOLOGY_ATTR,
+    Resource,
+    name_attrs,
+)
 
 SRC_ARCHIVE = 0
 SRC_SNAPSHOT = 1
@@ -59,6 +66,10 @@ SRC_LOG = 2
 CK_SHIFT = 1 << 40
 """A key id is ``history kind id × CK_SHIFT + n``: room for a trillion keys per history."""
 CHIPS_ATTR = "tpuChipCount"
+STATE_BITS = FLAG_UP | FLAG_EXPECTED_DOWN | FLAG_FAILED
+"""The bits of an event's flag byte that are its state. The byte also holds the reason of a
+down event (since v0.2.0, ``REASON_SHIFT``), which no figure depends on and the log's rows
+leave out: a snapshot's copy of an event has the log line's identity only without it."""
 
 ENTRY_COLUMNS: dict[str, str] = {
     "cluster": "VARCHAR",
@@ -158,7 +169,8 @@ class CsvRelations:
         name, accelerator, topology = row.get("name"), row.get("accelerator"), row.get("topology")
         chips, has_attrs = row.get("chips"), bool(row.get("has_attrs"))
         write = self._writers["entries"].writerow
-        for seq, (ts, flags) in enumerate(zip(record.timestamps, record.flags, strict=True)):
+        for seq, (ts, byte) in enumerate(zip(record.timestamps, record.flags, strict=True)):
+            flags = byte & STATE_BITS
             # The attributes ride on the first row only: one row per lifetime is enough.
             if seq == 0 and has_attrs:
                 write(
@@ -197,9 +209,32 @@ class CsvRelations:
                     )
                 )
 
-    def live(self, cluster: str, kind: Kind, key: str, record: EventRecord) -> None:
-        """A live record of a snapshot file (no attributes: they are not in the Go format)."""
-        self.record(cluster, kind, key, SRC_SNAPSHOT, record)
+    def live(
+        self,
+        cluster: str,
+        kind: Kind,
+        key: str,
+        record: EventRecord,
+        attrs: Mapping[str, object] | None = None,
+    ) -> None:
+        """A live record of a snapshot file, with the attributes its snapshot mark keeps
+        (``None``: the Go format has none, and a file the Go megamon wrote has no mark)."""
+        if attrs is None:
+            self.record(cluster, kind, key, SRC_SNAPSHOT, record)
+            return
+        name, accelerator, topology = named(kind, key, attrs)
+        self.record(
+            cluster,
+            kind,
+            key,
+            SRC_SNAPSHOT,
+            record,
+            has_attrs=True,
+            name=name,
+            accelerator=accelerator,
+            topology=topology,
+            chips=chips_of(attrs),
+        )
 
     def archived(
         self,
@@ -266,38 +301,6 @@ class CsvRelations:
 
 # --- the log ---------------------------------------------------------------------------------
 
-LOG_NAME_PARTS: dict[Kind, tuple[str, ...]] = {
-    Kind.NODEPOOL: ("nodePoolName",),
-    Kind.JOBSET: ("jobsetNamespace", "jobsetName"),
-    Kind.JOBSET_NODES: ("jobsetNamespace", "jobsetName"),
-    Kind.SLICE: ("sliceName",),
-    Kind.LEADERWORKERSET: ("lwsNamespace", "lwsName"),
-}
-_ATTR_FIELDS = sorted(
-    {ACCELERATOR_ATTR, TOPOLOGY_ATTR}
-    | {part for parts in LOG_NAME_PARTS.values() for part in parts}
-)
-_LOG_COLUMNS = (
-    "{'type': 'VARCHAR', 'key': 'VARCHAR', 'tsNs': 'BIGINT', 'since': 'BIGINT', "
-    "'up': 'BOOLEAN', 'ed': 'BOOLEAN', 'f': 'BOOLEAN', 'attrs': 'STRUCT("
-    + ", ".join(f'"{field}" VARCHAR' for field in _ATTR_FIELDS)
-    + f', "{CHIPS_ATTR}" BIGINT)'
-    + "'}"
-)
-
-
-def _sql_text(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _name_sql() -> str:
-    """The human name from the log's attributes, per kind (``NULL`` when a part is empty)."""
-    cases = []
-    for kind, parts in LOG_NAME_PARTS.items():
-        fields = [f"nullif(attrs.\"{p}\", '')" for p in parts]
-        cases.append(f"WHEN {_sql_text(kind.value)} THEN " + " || '/' || ".join(fields))
-    return "CASE $kind " + " ".join(cases) + " END"
-
 
 def segments_of(root: Path, kind: str) -> list[Path]:
     """Every segment of one kind of the history at ``root``
@@ -305,37 +308,16 @@ def segments_of(root: Path, kind: str) -> list[Path]:
     return sorted((root / "log" / f"kind={kind}").glob("date=*/*.ndjson"))
 
 
-LOG_ROWS_SQL = f"""
-SELECT CASE type WHEN 'event' THEN {T_EVENT} WHEN 'attrs' THEN {T_ATTRS}
-                 WHEN 'retired' THEN {T_RETIRED} ELSE {T_OBSERVED} END AS t,
-       CASE WHEN type <> 'observed' THEN key END AS key, tsNs AS ts,
-       CASE WHEN type = 'event'
-            THEN (CASE WHEN up THEN 1 ELSE 0 END) + (CASE WHEN ed THEN 2 ELSE 0 END)
-                 + (CASE WHEN f THEN 4 ELSE 0 END) END :: TINYINT AS flags,
-       CASE WHEN type = 'observed' THEN since END AS since,
-       type IN ('event', 'attrs') AND attrs IS NOT NULL AS has_attrs,
-       {_name_sql()} AS name,
-       coalesce(attrs."{ACCELERATOR_ATTR}", '') AS accelerator,
-       coalesce(attrs."{TOPOLOGY_ATTR}", '') AS topology,
-       CASE WHEN attrs."{CHIPS_ATTR}" > 0 THEN attrs."{CHIPS_ATTR}" END AS chips
-FROM read_json({{paths}}, format = 'newline_delimited', columns = {_LOG_COLUMNS},
-               hive_partitioning = false, ignore_errors = true)
-WHERE tsNs IS NOT NULL
-  AND ((type = 'event' AND key IS NOT NULL AND up IS NOT NULL AND ed IS NOT NULL
-        AND f IS NOT NULL)
-       OR (type = 'attrs' AND key IS NOT NULL AND attrs IS NOT NULL)
-       OR (type = 'retired' AND key IS NOT NULL)
-       OR (type = 'observed' AND since IS NOT NULL))
-"""
-"""One kind's segments (``{{paths}}``; ``$kind`` the kind) as the rows of a columnar batch
-(``megamon.fleet.columnar``): the one adapter from the log's columns to the report's. A line
-that cannot be read (a damaged segment, which the recorder quarantines and never rewrites) is
-skipped, like a line missing a field it needs: a report reads what is whole and never invents
-an event. The kind is the segment's directory's, as for ``megamon report``."""
-
-
 def _read_sql(kind: str) -> str:
-    return LOG_ROWS_SQL.replace("$kind", _sql_text(kind))
+    """One kind's segments as a columnar batch's rows (``megamon.codec.log_sql``), with the
+    attributes the Python report names and shapes resources by."""
+    attributes = LogAttributes(
+        name_parts=name_attrs(Kind(kind)),
+        accelerator=ACCELERATOR_ATTR,
+        topology=TOPOLOGY_ATTR,
+        chips=CHIPS_ATTR,
+    )
+    return log_rows_sql(attributes)
 
 
 def define_relations(
@@ -364,7 +346,7 @@ def define_relations(
             if converted.keys is not None:
                 con.execute(
                     f"INSERT INTO key_ids SELECT ?, ?, key, ? * {CK_SHIFT} + id "
-                    f"FROM read_parquet({_sql_text(str(converted.keys))})",
+                    f"FROM read_parquet({sql_text(str(converted.keys))})",
                     [cluster, kind, ck],
                 )
             if converted.batches:
@@ -433,7 +415,7 @@ def _among(cks: Sequence[int]) -> str:
 
 
 def _rows(con: duckdb.DuckDBPyConnection, converted: Converted) -> int:
-    paths = "[" + ", ".join(_sql_text(str(b)) for b in converted.batches) + "]"
+    paths = "[" + ", ".join(sql_text(str(b)) for b in converted.batches) + "]"
     row = con.execute(f"SELECT sum(num_rows) FROM parquet_file_metadata({paths})").fetchone()
     return int(row[0]) if row and row[0] is not None else 0
 
@@ -445,7 +427,7 @@ def _views(
         return (
             f"SELECT {ck} AS ck, {columns} FROM read_parquet("
             + "["
-            + ", ".join(_sql_text(str(b)) for b in converted.batches)
+            + ", ".join(sql_text(str(b)) for b in converted.batches)
             + f"]) WHERE {where}"
         )
 

@@ -34,10 +34,8 @@ from typing import Any
 import duckdb
 import orjson
 
-T_EVENT = 0
-T_ATTRS = 1
-T_RETIRED = 2
-T_OBSERVED = 3
+from megamon.codec.log_sql import PATHS, T_EVENT, T_RETIRED
+
 MANIFEST = "manifest.json"
 KEYS = "keys.parquet"
 SegmentStamp = tuple[int, int]
@@ -156,7 +154,7 @@ class ColumnarCache:
     ) -> None:
         """Parse ``paths`` once into ``batch``; new keys get ids in the dictionary."""
         keys = here / KEYS
-        rows = read_sql.replace("{paths}", _paths_sql(paths))
+        rows = read_sql.replace(PATHS, _paths_sql(paths))
         con.execute("CREATE OR REPLACE TEMP TABLE conv_rows AS " + rows)
         if keys.exists():
             con.execute(

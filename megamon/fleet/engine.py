@@ -91,8 +91,10 @@ def stage_history(rows: CsvRelations, history: History, kinds: Sequence[Kind]) -
     labels = _labels(history.root)
     cluster = history.cluster
     for kind in kinds:
+        mark = read_mark(store, kind)
+        named = mark.attrs if mark is not None else {}
         for key, record in store.read(kind).records.items():
-            rows.live(cluster, kind, key, record)
+            rows.live(cluster, kind, key, record, named.get(key))
         for key in store.archived_keys(kind):
             for entry in store.read_archive(kind, key):
                 rows.archived(
@@ -105,7 +107,6 @@ def stage_history(rows: CsvRelations, history: History, kinds: Sequence[Kind]) -
                 )
         for key, attrs in labels.get(kind, {}).items():
             rows.label(cluster, kind, key, attrs)
-        mark = read_mark(store, kind)
         if mark is not None:
             rows.observed(cluster, kind, mark.observed)
 

@@ -262,7 +262,8 @@ measured AS (
 
 _WITH_GAPS = f"""
 spans AS (
-  SELECT ck, since, until FROM observed
+  -- Distinct: a span is in the snapshot mark and in the heartbeat it came from.
+  SELECT DISTINCT ck, since, until FROM observed
 ),
 after_spans AS (
   SELECT ck, since, until,

@@ -103,6 +103,12 @@ _NAME_ATTRS: dict[Kind, tuple[str, ...]] = {
 }
 
 
+def name_attrs(kind: Kind) -> tuple[str, ...]:
+    """The attrs that name a resource of ``kind`` for humans, joined with "/" (for the
+    engines that read attributes themselves, such as the fleet report's SQL)."""
+    return _NAME_ATTRS.get(kind, _DESCRIBED_NAME_ATTRS)
+
+
 class BandState(StrEnum):
     """What a resource was doing during one band of its timeline."""
 
@@ -161,9 +167,7 @@ class Resource:
     @property
     def name(self) -> str:
         """The human name (``namespace/name`` for workloads); the key when attrs lack it."""
-        parts = [
-            _text_attr(self.attrs, a) for a in _NAME_ATTRS.get(self.kind, _DESCRIBED_NAME_ATTRS)
-        ]
+        parts = [_text_attr(self.attrs, a) for a in name_attrs(self.kind)]
         return "/".join(parts) if all(parts) and parts else self.key
 
 
