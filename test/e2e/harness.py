@@ -142,23 +142,24 @@ class MegamonProcess:
         return self._process.wait(timeout=20)
 
 
-def check_bucket_history(processes: list[MegamonProcess], storage: Any, workdir: Path) -> None:
+def check_bucket_history(processes: list[MegamonProcess], storage: Any, workdir: Path) -> bool:
     """The cross-surface check (``test.crosssurface``) on the history the processes wrote to
     their bucket, with the gauges of the last clean stop's scrape of a process that had
-    published a report (a standby publishes none); nothing when they wrote no bucket."""
+    published a report (a standby publishes none); nothing when they wrote no bucket.
+    Whether there was a history to check."""
     published = [
         p for p in processes if p.last_scrape and "_last_report_timestamp_seconds " in p.last_scrape
     ]
     if not published:
-        return
+        return False
     last = published[-1]
     config = parse_config(last.config_path.read_bytes(), str(last.config_path))
     if not config.EventsBucketName or config.EnableSimulation:
-        return
+        return False
     objects = GcsObjects(storage, config.EventsBucketName, instruments=Instruments.unregistered())
     root = dump(objects, config.events_path, workdir / f"history-{last.metrics_port}")
     if not any(root.iterdir()):
-        return
+        return False
     assert last.last_scrape is not None
     check_history(
         root,
@@ -168,3 +169,4 @@ def check_bucket_history(processes: list[MegamonProcess], storage: Any, workdir:
         config=last.config_path,
         prefix=config.metric_prefix,
     )
+    return True

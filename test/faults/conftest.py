@@ -35,7 +35,7 @@ def clean_history(tmp_path_factory: pytest.TempPathFactory, gcs_emulator: Any) -
         workdir, bucket, make_storage_client(gcs_emulator.endpoint), gcs_emulator.endpoint
     ) as running:
         history = run_scenario(running, [])
-        check_bucket_history(running.processes, running.storage, workdir)
+        assert check_bucket_history(running.processes, running.storage, workdir)
         return history
 
 

@@ -23,6 +23,8 @@ from test.crosssurface import check_history
 
 T0 = timestamps.parse("2026-06-01T00:00:00Z")
 MINUTE = 60 * timestamps.NANOS_PER_SECOND
+CYCLE = 5 * MINUTE
+"""A cycle with nothing new still writes a heartbeat (one is due every minute)."""
 STATES = ("up", "down", "failed", "planned")
 CAUSES = (
     Cause(interruptions.MAINTENANCE),
@@ -100,13 +102,13 @@ def _batch(fleet: list[Scripted], t: int) -> dict[Kind, dict[str, Observation]]:
 
 
 def write(root: Path, fleet: list[Scripted], until: int, gap: tuple[int, int] | None) -> None:
-    """Every instant the script changes, and a heartbeat-due cycle every minute, through
+    """Every instant the script changes, and a cycle every ``CYCLE``, through
     ``EventLog``; megamon stops (a clean shutdown) at ``gap[0]`` and starts again at
     ``gap[1]``."""
     store = LocalEventStore(root)
     log = EventLog(store, {Kind.NODEPOOL, Kind.JOBSET})
     instants = {s[0] for r in fleet for s in r.states} | {r.retired for r in fleet if r.retired}
-    instants |= set(range(T0, until + 1, MINUTE))
+    instants |= set(range(T0, until + 1, CYCLE))
     for t in sorted(i for i in instants if i <= until):
         if gap is not None and gap[0] < t < gap[1]:
             continue

@@ -1,8 +1,8 @@
 """A node pool deleted on purpose, as GKE deletes one: its nodes vanish first, then the pool
-reads ``STOPPING`` (GKE's status of a pool being deleted), then it is gone from ``ListNodePools``. Whatever megamon
-makes of the nodes vanishing, every surface must give the same figures for it (the
-``world`` fixture ends with the cross-surface check, ``test.crosssurface``); the pool leaves
-the live history for the archive."""
+reads ``STOPPING`` (GKE's status of a pool being deleted), then it is gone from
+``ListNodePools``. Whatever megamon makes of the nodes vanishing, every surface must give the
+same figures for it (the ``world`` fixture ends with the cross-surface check,
+``test.crosssurface``); the pool leaves the live history for the archive."""
 
 from __future__ import annotations
 
