@@ -28,6 +28,7 @@ from megamon.loops.aggregator import Aggregator, Intervals
 from megamon.loops.leader import LeaseElector, default_identity
 from megamon.observing.cluster import WorkloadObservers
 from megamon.observing.common import Memos, Settings
+from megamon.observing.deletions import confirm_within_ns
 from megamon.observing.owners import SliceOwners
 from megamon.publishing.exporters import build_exporters, export_all
 from megamon.publishing.joblabels import JobLabeler
@@ -91,6 +92,7 @@ def observer_settings(config: Config) -> Settings:
         grace_ns=UNKNOWN_FOREVER_NS if grace == UNKNOWN_STAYS_UNKNOWN else grace * 1_000_000_000,
         single_host_pools=config.TrackSingleHostNodePools,
         failed_provisioning=config.RecordFailedProvisioning,
+        confirm_within_ns=confirm_within_ns(config.polling_interval_seconds),
     )
 
 

@@ -36,7 +36,7 @@ from internal.demo.table import KINDS, Row, Table, archived_row
 from internal.fakegke import FakeGke
 from internal.fakekube import FakeKube
 from internal.fleet.__main__ import megamon_config
-from internal.fleet.demo import demo_scenario
+from internal.fleet.demo import CLUSTER, LOCATION, PROJECT, demo_scenario
 from internal.fleet.fleet import Fleet
 from internal.fleet.scenario import DEFAULT_SPEED, ScenarioRunner, Step
 from internal.fleet.times import offset
@@ -88,9 +88,7 @@ def _history(args: argparse.Namespace) -> Path:
 
 
 def _write_config(args: argparse.Namespace, gke: FakeGke, metrics_port: int) -> Path:
-    fleet_args = argparse.Namespace(
-        project="megamon-demo", location="us-east5", cluster="tpu-fleet"
-    )
+    fleet_args = argparse.Namespace(project=PROJECT, location=LOCATION, cluster=CLUSTER)
     config = megamon_config(fleet_args, gke.endpoint)
     config.update(
         {
@@ -113,7 +111,7 @@ def _scrape(url: str) -> str | None:
         return None
 
 
-def _archived(history: Path) -> dict[str, dict[str, Row]]:
+def archived_rows(history: Path) -> dict[str, dict[str, Row]]:
     """Kind → name → row of every resource retired from the live history (deleted)."""
     store = LocalEventStore(history)
     found: dict[str, dict[str, Row]] = {}
@@ -167,7 +165,7 @@ def _show(table: Table, screen: Screen, started: float, tty: bool) -> None:
         f"Ctrl-C stops\n{time_scale(elapsed, screen)}"
     )
     if text and "megamon_last_report_timestamp_seconds" in text:
-        body = table.render(text, _latest(screen.history), _archived(screen.history))
+        body = table.render(text, _latest(screen.history), archived_rows(screen.history))
     else:
         body = "(waiting for megamon's first report…)"
     print((CLEAR if tty else "\n") + head + "\n\n" + body, flush=True)
@@ -235,7 +233,7 @@ def main() -> int:
     with FakeGke() as gke, FakeKube() as kube:
         kubeconfig = kube.write_kubeconfig(args.workdir / "kubeconfig")
         config = _write_config(args, gke, metrics_port)
-        fleet = Fleet(gke, kube, "megamon-demo", "us-east5", "tpu-fleet")
+        fleet = Fleet(gke, kube, PROJECT, LOCATION, CLUSTER)
         steps = demo_scenario()
         runner = ScenarioRunner(fleet, steps, speed=args.speed)
         player = threading.Thread(target=runner.run, args=(stop,), daemon=True)

@@ -3,16 +3,20 @@ with each resource's state spelled out.
 
 ``/metrics`` says up or down; why a resource is down is in the report megamon exports
 (``reports/latest.json``: each observation's ``status``, e.g. a JobSet's ``Completed``,
-``Failed`` or ``Suspended`` condition, a node pool's GKE status). The table joins the two, so
-a finished, failed, suspended or deleted resource reads as such instead of "down". A resource
-that leaves the fleet is kept in the table as ``deleted`` for as long as the demo runs.
+``Failed`` or ``Suspended`` condition, a node pool's GKE status, and whether it is
+``failed``). The table joins the two, so a finished, failed, suspended or deleted resource
+reads as such instead of "down". The words are ``megamon report``'s (``up``, ``down``,
+``failed``, ``provisioning``) or say more precisely why a resource is expected down or down
+(``completed``, ``deleting``, ``deleted``, ``suspended``, ``interrupted``); a failed resource
+reads ``failed``, as in the report, whatever its status. A resource that leaves the fleet is
+kept in the table as ``deleted`` for as long as the demo runs.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -35,6 +39,8 @@ _STATUS_STATES = {
     "ERROR": FAILED,
     "RUNNING_WITH_ERROR": FAILED,
     "STOPPING": DELETING,
+    "DELETING": DELETING,
+    "DELETED": DELETED,
 }
 """Observation statuses (JobSet conditions, GKE node pool statuses) that explain a down."""
 
@@ -99,21 +105,32 @@ def rows(text: str) -> dict[str, dict[str, Row]]:
     return table
 
 
-def statuses(report: dict[str, Any] | None) -> dict[tuple[str, str], str]:
-    """(kind, name) → the observation's status, from an exported report document."""
-    found: dict[tuple[str, str], str] = {}
+class Seen(NamedTuple):
+    """What the exported report says of one resource besides up or down."""
+
+    status: str
+    failed: bool
+
+
+def statuses(report: dict[str, Any] | None) -> dict[tuple[str, str], Seen]:
+    """(kind, name) → the observation's status and whether it is failed, from an exported
+    report document."""
+    found: dict[tuple[str, str], Seen] = {}
     for kind, (section, name_key) in _REPORT_KEYS.items():
         for observation in ((report or {}).get(section) or {}).values():
             name, status = observation.get(name_key), observation.get("status")
-            if isinstance(name, str) and isinstance(status, str) and status:
-                found[(kind, name)] = status
+            if isinstance(name, str):
+                text = status if isinstance(status, str) else ""
+                found[(kind, name)] = Seen(text, observation.get("failed") is True)
     return found
 
 
-def state(row: Row, status: str) -> str:
+def state(row: Row, status: str, *, failed: bool = False) -> str:
     """The one word that says what a resource is doing now."""
     if row.values.get("up") == 1.0:
         return UP
+    if failed:
+        return FAILED  # megamon report's word, whatever the status or provisioning says
     if status in _STATUS_STATES:
         return _STATUS_STATES[status]
     if row.provisioning is not None and row.provisioning[0] == PROVISIONING:
@@ -186,7 +203,8 @@ class Table:
             self._last[kind] = {**gone, **live}
             for name in sorted(self._last[kind]):
                 row = self._last[kind][name]
-                now = DELETED if name in gone else state(row, found.get((kind, name), ""))
+                seen = found.get((kind, name), Seen("", failed=False))
+                now = DELETED if name in gone else state(row, seen.status, failed=seen.failed)
                 lines.append(_line(kind, name, row, now))
         return "\n".join(lines)
 

@@ -34,6 +34,8 @@ from internal.fleet.scenario import Action, Step, call, minutes
 from internal.fleet.shapes import TpuShape
 
 V5E, V5P, V6E, TPU7X = "tpu-v5-lite-podslice", "tpu-v5p-slice", "tpu-v6e-slice", "tpu7x"
+PROJECT, LOCATION, CLUSTER = "megamon-demo", "us-east5", "tpu-fleet"
+"""The demo fleet's GKE cluster (``make demo`` and its replay)."""
 
 
 @dataclass(frozen=True)

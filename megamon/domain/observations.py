@@ -70,6 +70,12 @@ class Observation(BaseModel):
     restarts: int | None = None
     """How many times the resource restarted, where its kind reads it (JobSet
     ``status.restarts``); not in the report JSON, published as ``megamon_<kind>_restarts``."""
+    down_since: int = 0
+    """Nanoseconds since the epoch when a down began that earlier cycles held back, waiting
+    for GKE to say why (a node pool whose nodes vanished: ``megamon.observing.deletions``);
+    0 otherwise. The append rules stamp the down event then, not at the cycle's ``now``; on an
+    up observation (the nodes came back) they append that down, with ``reason``, then the up.
+    Not in the report JSON."""
 
     @classmethod
     def build(

@@ -114,7 +114,9 @@ class Aggregator:
         """Whether this process led at its last loop iteration (to hand over when it stops)."""
         self._required = frozenset(kind for kind in self._kinds if kind.builtin)
         """What the first report waits for: a described kind's resource may not be served."""
-        self._pools: list[NodePoolView] | None = None
+        self._pools: tuple[list[NodePoolView], int] | None = None
+        """GKE's latest node pool listing and when it was requested (one reference, swapped
+        whole by the poll loop)."""
         self._observed_at: dict[str, int] = {}
         self._report: Report | None = None
         self._memo = SettledMemo()
@@ -173,13 +175,16 @@ class Aggregator:
     # One step of each loop ---------------------------------------------------------------
 
     def poll_once(self) -> bool:
-        """List node pools; on failure keep the previous list (its age shows in freshness)."""
+        """List node pools; on failure keep the previous list (its age shows in freshness).
+        The list is kept with when it was requested: GKE's answer is at least that recent,
+        which decides whether it answers for nodes that vanished (observing.deletions)."""
+        requested = self._clock()
         try:
             pools = self._pool_lister.list_node_pools()
         except MegamonError as err:
             log.error("cannot list node pools: %s", err)
             return False
-        self._pools = pools
+        self._pools = (pools, requested)
         self._observed_at[SOURCE_GKE] = self._clock()
         return True
 
@@ -260,9 +265,13 @@ class Aggregator:
         now = self._clock()
         batch: dict[Kind, dict[str, Observation]] = {}
         snapshot = self._cluster.snapshot() if self._cluster.synced() else None
+        listing = self._pools
         if snapshot is not None:
-            if self._pools is not None:
-                observed = observe_pools(self._pools, snapshot, self._settings, now, self._memos)
+            if listing is not None:
+                pools, requested = listing
+                observed = observe_pools(
+                    pools, snapshot, self._settings, now, self._memos, polled_ns=requested
+                )
                 self._report_problems(observed.problems)
                 batch[Kind.NODEPOOL] = observed.observations
             batch.update(self._workload_batch(snapshot, now))
@@ -277,7 +286,7 @@ class Aggregator:
             observations,
             records,
             kinds=self._kinds,
-            scheduling=observe_scheduling(snapshot, self._pools or []),
+            scheduling=observe_scheduling(snapshot, listing[0] if listing else []),
             observed_at=self._observed_at,
             now=now,
             memo=self._memo,

@@ -14,7 +14,7 @@ from megamon.domain.reports import ScheduledJob
 from megamon.observing.attribution import jobset_pools_down, slice_pools_down
 from megamon.observing.common import Memos, Observed, Problem, Settings
 from megamon.observing.described import DescribedObserver
-from megamon.observing.nodepools import observe_nodepools
+from megamon.observing.nodepools import observe_nodepools_confirmed
 from megamon.observing.scheduling import scheduling_map
 from megamon.observing.slices import observe_slices
 from megamon.observing.workloads import WorkloadObserver
@@ -99,12 +99,23 @@ def observe_pools(
     snapshot: ClusterSnapshot,
     settings: Settings,
     now: int,
-    memos: Memos | None = None,
+    memos: Memos,
+    *,
+    polled_ns: int,
 ) -> Observed:
-    """Every TPU node pool; ``memos`` (the caller's, kept between cycles) reuses what the last
-    cycle built for pools whose inputs did not change."""
-    memo = memos.nodepools if memos is not None else None
-    return observe_nodepools(pools, snapshot.nodes.values(), now, settings, memo)
+    """Every TPU node pool, as recorded: ``pools`` is the listing requested at ``polled_ns``;
+    ``memos`` (the caller's, kept between cycles) reuses what the last cycle built for pools
+    whose inputs did not change, and holds the ledger of pools whose down waits for GKE."""
+    observed, memos.pool_ledger = observe_nodepools_confirmed(
+        pools,
+        snapshot.nodes.values(),
+        now,
+        settings,
+        memos.nodepools,
+        polled_ns=polled_ns,
+        ledger=memos.pool_ledger,
+    )
+    return observed
 
 
 def observe_scheduling(

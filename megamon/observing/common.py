@@ -17,6 +17,7 @@ from megamon.domain.rejections import (
 )
 from megamon.domain.rules.readiness import DEFAULT_UNKNOWN_GRACE_NS
 from megamon.errors import ObservationError
+from megamon.observing.deletions import CONFIRM_WITHIN_NS, PoolLedger
 
 __all__ = [
     "REASON_INVALID",
@@ -42,6 +43,9 @@ class Settings:
     """``TrackSingleHostNodePools``: False tracks only pools with a placement topology."""
     failed_provisioning: bool = True
     """``RecordFailedProvisioning``: False never marks a node pool failed (no ``f`` event)."""
+    confirm_within_ns: int = CONFIRM_WITHIN_NS
+    """How long the down of a node pool whose nodes vanished may wait for GKE's word
+    (``megamon.observing.deletions.confirm_within_ns`` of the polling interval)."""
 
 
 @dataclass(frozen=True)
@@ -121,3 +125,6 @@ class Memos:
     """
 
     nodepools: Reuse[str, Observation] = field(default_factory=Reuse)
+    pool_ledger: PoolLedger = field(default_factory=PoolLedger)
+    """What the node pool observer concluded last cycle: the pools whose down waits for GKE
+    (``megamon.observing.deletions``). Not a cache: the next cycle's decision depends on it."""

@@ -3,6 +3,10 @@
 Expected nodes come from the pool's topology and machine type (16x16 on ct5lp-hightpu-4t →
 64); when the pool gives no usable size, from a node's labels (topology chips over
 ``gke-accelerator-count``).
+
+``observe_nodepools`` is one moment; ``observe_nodepools_confirmed`` is what the aggregator
+records: the same observations, where a pool whose nodes vanish waits for GKE to say whether
+it is being deleted (``megamon.observing.deletions``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from megamon.observing.common import (
     Settings,
     problem_of,
 )
+from megamon.observing.deletions import PoolLedger, confirm
 from megamon.sources.gke.views import (
     EXPECTED_DOWN_STATUSES,
     FAILED_STATUSES,
@@ -156,11 +161,60 @@ def observe_nodepools(
     """One observation per TPU node pool, keyed by pool name; ``memo`` (the caller's, kept
     from cycle to cycle) hands back last cycle's observation of a pool whose inputs did not
     change."""
+    return _observe(pools, nodes, now, settings, memo)[0]
+
+
+def observe_nodepools_confirmed(
+    pools: Iterable[NodePoolView],
+    nodes: Iterable[NodeView],
+    now: int,
+    settings: Settings,
+    memo: Reuse[str, Observation] | None = None,
+    *,
+    polled_ns: int,
+    ledger: PoolLedger,
+) -> tuple[Observed, PoolLedger]:
+    """The observations to record: ``observe_nodepools``'s, with the down of a pool whose
+    nodes vanished held until a listing requested after it (``polled_ns``: when ``pools``
+    was requested) says why, and a last expected-down observation of a pool GKE no longer
+    lists; and the ledger for the next cycle (``megamon.observing.deletions``)."""
+    pools = list(pools)
+    observed, short = _observe(pools, nodes, now, settings, memo)
+    observed.observations, ledger = confirm(
+        observed.observations,
+        short=short,
+        listed={pool.name for pool in pools},
+        polled_ns=polled_ns,
+        now=now,
+        ledger=ledger,
+        within_ns=settings.confirm_within_ns,
+    )
+    return observed, ledger
+
+
+def _short(pool: NodePoolView, members: list[NodeView], expected: int) -> bool:
+    """Fewer nodes than expected while GKE calls the pool neither stopping nor failed: maybe
+    nodes lost, maybe a deletion GKE has not reported yet."""
+    status = pool.status
+    return len(members) < expected and not (
+        status in EXPECTED_DOWN_STATUSES or status in FAILED_STATUSES
+    )
+
+
+def _observe(
+    pools: Iterable[NodePoolView],
+    nodes: Iterable[NodeView],
+    now: int,
+    settings: Settings,
+    memo: Reuse[str, Observation] | None,
+) -> tuple[Observed, frozenset[str]]:
+    """The observations, and the pools short of nodes (``_short``)."""
     by_pool: dict[str, list[NodeView]] = defaultdict(list)
     for node in nodes:
         if node.topology:
             by_pool[node.nodepool].append(node)
     result = Observed()
+    short: set[str] = set()
     with (memo or Reuse()).call() as reuse:
         for pool in pools:
             members = by_pool.pop(pool.name, [])
@@ -180,6 +234,8 @@ def observe_nodepools(
             inputs = (pool, topology, expected, ready, unknown, accelerator, settings, signals)
             built = reuse(pool.name, inputs, partial(_observation, *inputs))
             result.observations[pool.name] = built
+            if _short(pool, members, expected):
+                short.add(pool.name)
     for name, orphans in sorted(by_pool.items()):
         result.problems.append(
             Problem(
@@ -190,4 +246,4 @@ def observe_nodepools(
                 REASON_UNKNOWN_NODEPOOL,
             )
         )
-    return result
+    return result, frozenset(short)

@@ -5,6 +5,10 @@ back; nothing is mutated, read from the clock or logged.
 
 - first observation of a key: down@now (failed/expected-down as observed); if up, also up@now;
 - afterwards: an event when ``up`` changes, or when ``failed`` changes while down;
+- a down the observer held back (``down_since``: a node pool whose nodes vanished before
+  GKE said why) is stamped when it began, after an up record; if the resource is up again by
+  then, that down and the up at ``now`` are both appended, so neither the interruption nor
+  its timing is lost;
 - a key no longer observed is retired (its record leaves the live set, to be archived).
 
 An event is never stamped earlier than the record's last event: with clock skew between
@@ -61,6 +65,8 @@ def next_record(record: EventRecord | None, observation: Observation, now: int) 
     last_ts = record.timestamps[-1]
     last_flags = record.flags[-1]
     was_up = bool(last_flags & FLAG_UP)
+    if was_up and observation.down_since:
+        return _held_down(record, observation, now)
     if observation.up == was_up and (
         was_up or observation.failed == bool(last_flags & FLAG_FAILED)
     ):
@@ -69,6 +75,17 @@ def next_record(record: EventRecord | None, observation: Observation, now: int) 
     return EventRecord.trusted(
         (*record.timestamps, stamp(now, last_ts)), record.flags + bytes((new_flags,))
     )
+
+
+def _held_down(record: EventRecord, observation: Observation, now: int) -> EventRecord:
+    """An up record after a down that began at ``observation.down_since``: the down event
+    then (never before the last event), and the up at ``now`` if the resource is up again."""
+    began = stamp(observation.down_since, record.timestamps[-1])
+    if not observation.up:
+        flags = bytes((_down_flags(observation),))
+        return EventRecord.trusted((*record.timestamps, began), record.flags + flags)
+    flags = bytes((reason_bits(observation.reason), FLAG_UP))
+    return EventRecord.trusted((*record.timestamps, began, stamp(now, began)), record.flags + flags)
 
 
 @dataclass(frozen=True)

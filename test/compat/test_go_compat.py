@@ -5,6 +5,7 @@ difference (docs/migrating.md). Each case names the Go source behaviour it pins,
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -27,11 +28,13 @@ from megamon.domain.reports import KindReport, Report
 from megamon.domain.summaries import ProvisioningState, Summary
 from megamon.domain.timestamps import MAX_DURATION_NS as MAX_DURATION
 from megamon.errors import ConfigError
-from megamon.observing.nodepools import observe_nodepools
+from megamon.observing.deletions import PoolLedger
+from megamon.observing.nodepools import observe_nodepools, observe_nodepools_confirmed
 from megamon.observing.slices import observe_slices
 from megamon.observing.workloads import observe_jobset_nodes
 from megamon.publishing.exporters import build_exporters
 from megamon.publishing.exporters.otlp import SCOPE_NAME, OtlpExporter, to_metrics
+from megamon.recording.appending import reconcile
 from megamon.sources.gke.views import NodePoolView
 from megamon.sources.kube.projections import jobset_view, node_view, slice_view
 from megamon.stores.memory import MemoryEventStore
@@ -334,6 +337,36 @@ def test_difference_accelerator_falls_back_to_the_node_label() -> None:
         [_pool("np", accelerator="tpu-v5p-slice")], [node], T0, observer_settings(Config())
     )
     assert labelled.observations["np"].attrs.tpu_accelerator == "tpu-v5p-slice"
+
+
+def test_difference_a_node_pool_gke_deletes_is_expected_down_whatever_the_order() -> None:
+    """internal/aggregator/poller/node_poller.go: PollResources — nodes and pools are read
+    together each poll, so a pool whose nodes are gone before GKE reports STOPPING is down and
+    not expected (an interruption); internal/records/events.go: AppendStateChangeEvents — a
+    pool no longer listed is deleted from the records. megamon holds the down until a later
+    ListNodePools says why, stamped when the nodes vanished (no switch: a planned deletion is
+    not an interruption)."""
+    settings = observer_settings(Config())
+    running = _pool("np")
+    stopping = dataclasses.replace(running, status="STOPPING")
+    node = _node("np", "True", "2026-05-01T00:00:00Z")
+    as_go = observe_nodepools([running], [], T0 + MINUTE, settings).observations["np"]
+    assert (as_go.up, as_go.expected_down) == (False, False)
+    records: dict[str, EventRecord] = {}
+    ledger = PoolLedger()
+    cycles = [  # (now, GKE's listing, the nodes, when that listing was requested)
+        (T0, [running], [node], T0),
+        (T0 + MINUTE, [running], [], T0),  # the nodes vanish before the poll
+        (T0 + 2 * MINUTE, [stopping], [], T0 + 2 * MINUTE),
+    ]
+    for now, pools, nodes, polled in cycles:
+        observed, ledger = observe_nodepools_confirmed(
+            pools, nodes, now, settings, polled_ns=polled, ledger=ledger
+        )
+        records = reconcile(records, observed.observations, now).records
+    last = records["np"].events[-1]
+    assert (last.up, last.expected_down, last.ts) == (False, True, T0 + MINUTE)
+    assert summarize(records["np"], T0 + 3 * MINUTE).interruption_count == 0
 
 
 def test_difference_nodes_of_a_completed_jobset_are_expected_down() -> None:

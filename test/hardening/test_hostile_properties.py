@@ -28,7 +28,7 @@ from megamon.observing.cluster import (
     observe_scheduling,
     observe_workloads,
 )
-from megamon.observing.common import Settings
+from megamon.observing.common import Memos, Settings
 from megamon.observing.nodepools import _is_tpu_pool
 from megamon.sources.gke.lister import GkeNodePoolLister, make_client
 from megamon.sources.gke.views import NodePoolView
@@ -244,7 +244,7 @@ def test_hostile_node_pools_are_observed_or_reported_never_raised(
     pools: list[NodePoolView], nodes: list[Any]
 ) -> None:
     snapshot = ClusterSnapshot(nodes=cache_of("node", nodes)[0].snapshot())
-    observed = observe_pools(pools, snapshot, Settings(), NOW)
+    observed = observe_pools(pools, snapshot, Settings(), NOW, Memos(), polled_ns=NOW)
     observe_scheduling(snapshot, pools)
     members = {n.nodepool for n in snapshot.nodes.values() if n.topology}
     for pool in pools:  # a TPU pool is observed or reported; others are not megamon's

@@ -163,20 +163,27 @@ def test_a_failing_store_delays_writing_not_the_report_nor_its_timestamps() -> N
     aggregator.aggregate_once()
     aggregator.persist_once()
     store.broken = True
-    parts["pools"].pools = []  # the pool disappears: a change that must be written
+    parts["pools"].pools = []  # the pool is deleted: changes that must be written
     aggregator.poll_once()
     parts["clock"].now = T0 + 10 * S
-    report = aggregator.aggregate_once()
+    report = aggregator.aggregate_once()  # its last observation: expected down
+    assert report is not None and report.kind(Kind.NODEPOOL).observations["np"].expected_down
+    parts["clock"].now = T0 + 20 * S
+    report = aggregator.aggregate_once()  # then retired
     assert report is not None and "np" not in report.kind(Kind.NODEPOOL).observations
     assert not aggregator.persist_once()
     assert "np" in _live(store)
     store.broken = False
-    parts["clock"].now = T0 + 20 * S
+    parts["clock"].now = T0 + 30 * S
     aggregator.aggregate_once()
     assert aggregator.persist_once()
     assert "np" not in _live(store)
     [entry] = store.read_archive(Kind.NODEPOOL, "np")
-    assert entry.retired_at == T0 + 10 * S
+    assert entry.retired_at == T0 + 20 * S
+    assert (entry.record.timestamps[-1], entry.record.events[-1].expected_down) == (
+        T0 + 10 * S,
+        True,
+    )
 
 
 class _Exploding(StaticCluster):

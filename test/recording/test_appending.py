@@ -94,3 +94,42 @@ def test_records_are_immutable() -> None:
     rec = EventRecord()
     after = next_record(rec, UP, NOW)
     assert len(rec) == 0 and len(after) == 2
+
+
+# A down the node pool observer held back until GKE said why (``down_since``) ------------------
+#
+#   nodes vanish at +1 min, GKE answers at +2 min:
+#   record:  up ____________|down (stamped +1 min, not +2 min)
+
+
+def test_a_held_down_is_stamped_when_it_began() -> None:
+    held = obs(0).model_copy(update={"down_since": T0 + M})
+    got = next_record(record(down(0), up(0)), held, T0 + 2 * M)
+    assert got.events[-1] == UpEvent(up=False, ts=T0 + M)
+
+
+def test_a_held_expected_down_keeps_its_flags_and_its_start() -> None:
+    held = obs(0, expected_down=True).model_copy(update={"down_since": T0 + M})
+    got = next_record(record(down(0), up(0)), held, T0 + 2 * M)
+    assert got.events[-1] == UpEvent(up=False, expected_down=True, ts=T0 + M)
+
+
+def test_a_held_down_that_recovered_appends_the_down_then_the_up() -> None:
+    back = UP.model_copy(update={"down_since": T0 + M, "reason": "node-lost"})
+    got = next_record(record(down(0), up(0)), back, T0 + 2 * M)
+    assert got.events[-2:] == (
+        UpEvent(up=False, ts=T0 + M, reason="node-lost"),
+        UpEvent(up=True, ts=T0 + 2 * M),
+    )
+
+
+def test_a_held_down_is_never_stamped_before_the_last_event() -> None:
+    held = obs(0).model_copy(update={"down_since": T0 + M})
+    got = next_record(record(down(0), up(2 * M)), held, T0 + 3 * M)
+    assert got.events[-1] == UpEvent(up=False, ts=T0 + 2 * M)
+
+
+def test_down_since_on_a_record_already_down_appends_nothing() -> None:
+    before = record(down(0), up(M), down(2 * M))
+    held = obs(0, expected_down=True).model_copy(update={"down_since": T0 + 3 * M})
+    assert next_record(before, held, T0 + 4 * M) is before

@@ -9,10 +9,16 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from internal.demo.__main__ import LAST_SCRAPE, Screen, _history, time_scale
-from internal.demo.table import Row, rows, state
+from internal.demo.replay import START_NS, replay
+from internal.demo.table import KINDS, Row, render, rows, state
+from megamon.cli.main import main
 from megamon.config import parse_config
+from megamon.domain import timestamps
+from megamon.domain.kinds import Kind
+from megamon.stores.local import LocalEventStore
 from test.crosssurface import check_history, scrape_time
 
 
@@ -125,3 +131,54 @@ def test_fleet_wide_series_are_not_rows_of_the_table() -> None:
         'megamon_nodepool_time_to_recover_seconds_bucket{le="+Inf",reason="error"} 1\n'
     )
     assert {kind: sorted(by_name) for kind, by_name in rows(text).items()} == {"nodepool": ["a"]}
+
+
+def _columns(table: str) -> list[tuple[str, str, str, str, str]]:
+    """Kind, name, state, first up in, interruptions of every resource row of a table."""
+    found = []
+    for line in table.splitlines():
+        words = line.split()
+        if words and words[0] in KINDS:
+            kind, name, _accelerator, _topology, state_, first_up, intr = words[:7]
+            found.append((kind, name, state_, first_up, intr))
+    return found
+
+
+def _readme_table() -> str:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    try_it = readme[readme.index("## Try it") :]
+    start = try_it.index("```\nkind ") + len("```\n")
+    return try_it[start : try_it.index("```", start)]
+
+
+@pytest.mark.integration
+def test_the_demo_scenario_ends_with_the_readme_table(tmp_path: Path) -> None:
+    """The whole demo scenario, played against megamon's loops in lockstep (no waiting, no
+    timing): the table's kind, name, state, first-up and interruption columns are README's.
+    The deleted pool's nodes are seen gone a cycle before GKE's answer, yet it is deleted
+    with no interruption — in the history megamon wrote and in ``megamon report``."""
+    replayed = replay(tmp_path / "megamon-data")
+
+    assert _columns(replayed.table) == _columns(_readme_table()), replayed.table
+    store = LocalEventStore(replayed.history)
+    [entry] = store.read_archive(Kind.NODEPOOL, "v6e-64-eval")
+    assert entry.record.events[-1].expected_down
+    out = tmp_path / "report.json"
+    now = timestamps.format_ns(START_NS + 3600 * 10**9)
+    argv = ["report", "--events-dir", str(replayed.history), "--format", "json"]
+    assert main([*argv, "--kind", "nodepool", "--now", now, "-o", str(out)]) == 0
+    [pool] = [r for r in orjson.loads(out.read_bytes())["resources"] if r["key"] == "v6e-64-eval"]
+    assert (pool["interruptionCount"], pool["state"], pool["live"]) == (0, "expected-down", False)
+    # Every surface gives the same figures for the history the demo leaves.
+    check_history(replayed.history, scrape_time(replayed.scrape), metrics=replayed.scrape)
+
+
+def test_a_failed_resource_reads_failed_as_in_megamon_report() -> None:
+    """A failed Slice (``SliceCreationFailed``) has no status that explains it and never
+    provisioned: the table says ``failed``, never ``down``."""
+    report = {"slicesUp": {"s": {"sliceName": "s", "status": "", "failed": True}}}
+    never_up = Row({"slice_name": "s"}, {"up": 0.0}, ("failed", 0.0))
+    assert state(never_up, "", failed=True) == "failed"
+    text = 'megamon_slice_up{slice_name="s"} 0\n'
+    [row] = [line for line in render(text, report).splitlines() if line.startswith("slice ")]
+    assert row.split()[2] == "failed"

@@ -11,8 +11,11 @@ STATUS_RECONCILING = "RECONCILING"
 STATUS_STOPPING = "STOPPING"
 STATUS_DELETING = "DELETING"
 STATUS_ERROR = "ERROR"
+STATUS_DELETED = "DELETED"
+"""megamon's, not GKE's: the status of the last observation of a pool GKE no longer lists
+(it was deleted), recorded expected down before the pool is retired."""
 
-EXPECTED_DOWN_STATUSES = frozenset({STATUS_STOPPING, STATUS_DELETING})
+EXPECTED_DOWN_STATUSES = frozenset({STATUS_STOPPING, STATUS_DELETING, STATUS_DELETED})
 """A pool being stopped or deleted is down on purpose: not an interruption."""
 FAILED_STATUSES = frozenset({STATUS_ERROR, STATUS_RUNNING_WITH_ERROR})
 """GKE says the pool failed (to provision, or partly)."""

@@ -370,6 +370,7 @@ class Megamon:
         store: EventStore | None = None,
         aggregation_s: float = 0.1,
         described: Sequence[KindDescription] = (),
+        clock: Callable[[], int] = time.time_ns,
     ) -> None:
         kinds = {Kind.NODEPOOL, Kind.JOBSET, Kind.LEADERWORKERSET}
         kinds.add(Kind.SLICE if slices else Kind.JOBSET_NODES)
@@ -403,6 +404,7 @@ class Megamon:
             intervals=Intervals(aggregation=aggregation_s, polling=0.1),
             slice_owners=SliceOwners(ConfigMapOwnerMap(owner_key)),
             observers=WorkloadObservers(described),
+            clock=clock,
         )
         self.cluster.start()
         assert self.cluster.wait_synced(10)
