@@ -25,8 +25,9 @@ read by every surface that can read it, and every resource's figures must equal 
 Compared per resource (kind, key, retirement): the end state, span, up / down / failed /
 expected-down / provisioning / unobserved time, interruptions, recoveries, MTTR, provisioning
 state and duration, accelerator and topology, all exactly (integer nanoseconds). The fleet
-report and the views know the built-in kinds only; described kinds are compared between the
-variants of ``megamon report``.
+report reads the built-in kinds only; the views read every kind the log holds, described
+kinds too (``megamon report`` reads those given ``config``, the configuration that
+describes them).
 
 **The gauges of the last scrape** (``metrics``: the ``/metrics`` text, ``cycle_ns``: the
 aggregation interval) follow the Go megamon's rule (docs/rules.md, docs/metrics.md), which is
@@ -76,6 +77,7 @@ from megamon.domain.kinds import Kind, kind_spec
 from megamon.fleet.engine import History
 from megamon.publishing.metrics import names
 from megamon.stores.base import ObjectBackend
+from megamon.stores.local import LocalEventStore
 from megamon.stores.objects import ObjectEventStore
 from test.fleet.test_bigquery import bigquery_like, table_function, to_duckdb
 
@@ -352,7 +354,7 @@ def check_history(
         logs = [copy for variant, copy in made.items() if variant != "snapshots"]
         logs = [copy for copy in logs if _has_segments(copy)]
         for variant, figures in bigquery_figures(logs, now).items():
-            problems += _diff(f"{variant}/bigquery", built_in, figures)
+            problems += _diff(f"{variant}/bigquery", reference, figures)
         if metrics is not None:
             problems += gauge_problems(reference, metrics, now, cycle_ns, prefix)
     assert not problems, (
@@ -476,6 +478,9 @@ def _resource_gauge_problems(
 
 
 def dump_store(store: object, dest: Path) -> Path:
-    """Copy the history of an object-backed event store (in memory, a bucket) to ``dest``."""
+    """Copy the history of an event store (a directory, in memory, a bucket) to ``dest``."""
+    if isinstance(store, LocalEventStore):  # already a directory: its copy
+        shutil.copytree(Path(store.describe()), dest, ignore=shutil.ignore_patterns(".*.lock"))
+        return dest
     assert isinstance(store, ObjectEventStore), f"{store!r} is not an object store"
-    return dump(store._backend, store._path, dest)
+    return dump(store._backend, store._path, dest)  # the store's own backend and path
