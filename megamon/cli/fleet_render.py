@@ -15,25 +15,20 @@ from typing import Any
 
 import orjson
 
+from megamon.cli import report_format
 from megamon.cli.report_format import (
     AVAILABILITY_DEFINITION,
-    FIGURE_COLUMNS,
-    GROUP_COLUMNS,
-    GROUP_PROVISIONING_COLUMNS,
-    NONE_TEXT,
-    PROVISIONING_COLUMN,
     Column,
-    end_state_text,
-    group_dict,
+    aggregate_dict,
     percent_text,
     text_table,
-    time_text,
-    times_dict,
     window_dict,
 )
 from megamon.cli.report_format import window_text as history_window_text
 from megamon.domain import timestamps
-from megamon.fleet.model import FleetAggregate, FleetReport, FleetResource
+from megamon.fleet.model import FleetReport
+from megamon.summary.availability import Aggregate, ResourceAvailability
+from megamon.summary.chips import chips_of
 
 NANOS_PER_HOUR = 3600 * timestamps.NANOS_PER_SECOND
 CHIP_DEFINITION = (
@@ -46,29 +41,24 @@ def chip_hours(chip_ns: int) -> str:
     return f"{chip_ns / NANOS_PER_HOUR:,.1f}"
 
 
-RESOURCE_COLUMNS: tuple[Column[FleetResource], ...] = (
-    Column("CLUSTER", lambda r: r.cluster),
-    Column("KIND", lambda r: r.kind.value),
-    Column("RESOURCE", lambda r: r.name),
-    Column("ACCELERATOR", lambda r: r.accelerator or NONE_TEXT),
-    Column("TOPOLOGY", lambda r: r.topology or NONE_TEXT),
-    Column("STATE", lambda r: end_state_text(r.state, r.live)),
-    *FIGURE_COLUMNS,
-    PROVISIONING_COLUMN,
+RESOURCE_COLUMNS: tuple[Column[ResourceAvailability], ...] = (
+    Column("CLUSTER", lambda f: f.resource.cluster),
+    *report_format.RESOURCE_COLUMNS,
 )
 """The one-history report's resource columns (``megamon.cli.report_format``), after the
 cluster."""
 
-AGGREGATE_COLUMNS: tuple[Column[FleetAggregate], ...] = (
-    Column("CLUSTER", lambda a: a.cluster),
-    *GROUP_COLUMNS,
-    *FIGURE_COLUMNS,
-    *GROUP_PROVISIONING_COLUMNS,
-    Column("CHIPS", lambda a: str(a.chip_time.chips), right=True),
-    Column("CHIP-AVAIL", lambda a: percent_text(a.chip_time.availability), right=True),
-    Column("CHIP-H-DOWN", lambda a: chip_hours(a.chip_time.down), right=True),
-)
-"""The one-history report's aggregate columns between the cluster and the chip figures."""
+
+def aggregate_columns(report: FleetReport) -> tuple[Column[Aggregate], ...]:
+    """The one-history report's aggregate columns between the cluster and the report's
+    chip-weighted figures."""
+    return (
+        Column("CLUSTER", lambda a: a.cluster),
+        *report_format.AGGREGATE_COLUMNS,
+        Column("CHIPS", lambda a: str(report.chip_time(a).chips), right=True),
+        Column("CHIP-AVAIL", lambda a: percent_text(report.chip_time(a).availability), right=True),
+        Column("CHIP-H-DOWN", lambda a: chip_hours(report.chip_time(a).down), right=True),
+    )
 
 
 def window_text(report: FleetReport) -> str:
@@ -86,48 +76,42 @@ def render_table(report: FleetReport) -> str:
     if not report.resources:
         lines.append("no resources in the window")
         return "\n".join(lines) + "\n"
+    columns = aggregate_columns(report)
     lines += text_table(RESOURCE_COLUMNS, report.resources)
     lines += ["", "By cluster, kind, accelerator and topology:"]
-    lines += text_table(AGGREGATE_COLUMNS, report.cluster_aggregates)
+    lines += text_table(columns, report.cluster_aggregates)
     lines += ["", "Fleet (every cluster), by kind, accelerator and topology:"]
-    lines += text_table(AGGREGATE_COLUMNS, report.fleet_aggregates)
+    lines += text_table(columns, report.fleet_aggregates)
     return "\n".join(lines) + "\n"
 
 
 # --- JSON ------------------------------------------------------------------------------------
 
 
-def resource_dict(r: FleetResource) -> dict[str, Any]:
+def resource_dict(figures: ResourceAvailability) -> dict[str, Any]:
+    """The one-history report's resource object with the cluster and the chips (``null``
+    without a chip count); not the attributes, which the SQL reduces to those figures."""
+    document = report_format.resource_dict(figures)
+    del document["attrs"]
     return {
-        "cluster": r.cluster,
-        "kind": r.kind.value,
-        "key": r.key,
-        "name": r.name,
-        "live": r.live,
-        "retiredAt": time_text(r.retired_at),
-        "accelerator": r.accelerator,
-        "topology": r.topology,
-        "chips": r.chips,
-        "state": r.state.value,
-        "start": time_text(r.start),
-        "end": time_text(r.end),
-        **times_dict(r),
-        "provisioningDuration": r.provisioning_duration,
-        "provisioningState": r.provisioning_state.value,
+        "cluster": figures.resource.cluster,
+        **document,
+        "chips": chips_of(figures) or None,
     }
 
 
-def aggregate_dict(a: FleetAggregate) -> dict[str, Any]:
-    """The one-history report's aggregate object (``group_dict``) with the cluster and the
-    chip-weighted figures."""
+def fleet_aggregate_dict(report: FleetReport, aggregate: Aggregate) -> dict[str, Any]:
+    """The one-history report's aggregate object with the cluster and the chip-weighted
+    figures."""
+    chips = report.chip_time(aggregate)
     return {
-        "cluster": a.cluster,
-        **group_dict(a),
-        "chips": a.chip_time.chips,
-        "chipUpTime": a.chip_time.up,
-        "chipDownTime": a.chip_time.down,
-        "chipFailedTime": a.chip_time.failed,
-        "chipAvailabilityPercent": a.chip_time.availability,
+        "cluster": aggregate.cluster,
+        **aggregate_dict(aggregate),
+        "chips": chips.chips,
+        "chipUpTime": chips.up,
+        "chipDownTime": chips.down,
+        "chipFailedTime": chips.failed,
+        "chipAvailabilityPercent": chips.availability,
     }
 
 
@@ -139,8 +123,8 @@ def report_dict(report: FleetReport) -> dict[str, Any]:
         "chipDefinition": CHIP_DEFINITION,
         "clusters": list(report.clusters),
         "resources": [resource_dict(r) for r in report.resources],
-        "aggregates": [aggregate_dict(a) for a in report.cluster_aggregates],
-        "fleet": [aggregate_dict(a) for a in report.fleet_aggregates],
+        "aggregates": [fleet_aggregate_dict(report, a) for a in report.cluster_aggregates],
+        "fleet": [fleet_aggregate_dict(report, a) for a in report.fleet_aggregates],
     }
 
 
@@ -184,11 +168,12 @@ def render_html(report: FleetReport) -> str:
     if not report.resources:
         parts.append("<p>No resources in the window.</p>")
     else:
+        columns = aggregate_columns(report)
         parts += [
             "<h2>Fleet, by kind, accelerator and topology</h2>",
-            _html_table(AGGREGATE_COLUMNS, report.fleet_aggregates, "fleet"),
+            _html_table(columns, report.fleet_aggregates, "fleet"),
             "<h2>By cluster</h2>",
-            _html_table(AGGREGATE_COLUMNS, report.cluster_aggregates),
+            _html_table(columns, report.cluster_aggregates),
             "<h2>Resources</h2>",
             _html_table(RESOURCE_COLUMNS, report.resources),
         ]

@@ -59,13 +59,13 @@ from megamon.summary.availability import (
     Resource,
     name_attrs,
 )
+from megamon.summary.chips import CHIPS_ATTR
 
 SRC_ARCHIVE = 0
 SRC_SNAPSHOT = 1
 SRC_LOG = 2
 CK_SHIFT = 1 << 40
 """A key id is ``history kind id × CK_SHIFT + n``: room for a trillion keys per history."""
-CHIPS_ATTR = "tpuChipCount"
 STATE_BITS = FLAG_UP | FLAG_EXPECTED_DOWN | FLAG_FAILED
 """The bits of an event's flag byte that are its state. The byte also holds the reason of a
 down event (since v0.2.0, ``REASON_SHIFT``), which no figure depends on and the log's rows

@@ -4,8 +4,9 @@ Each history is a local directory (a cluster's ``<bucket>/<path>``, or its cache
 snapshot files, archive entries and snapshot marks are decoded by the codec, the log's
 segments are read from their Parquet conversions (``megamon.fleet.columnar``, through
 ``megamon.fleet.canonical``), and the figures are computed by ``figures_sql`` a chunk of
-histories at a time; the aggregates are sums in SQL, the ratios are recomputed from the sums
-by the one-history report's own functions (``megamon.fleet.model``).
+histories at a time; the aggregates are sums in SQL. The rows are the one-history report's
+own types with their cluster (``megamon.fleet.model``), so the ratios are recomputed from the
+sums by its own code.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import duckdb
 
 from megamon.codec import report as report_codec
+from megamon.domain.events import EventRecord
 from megamon.domain.kinds import Kind
 from megamon.domain.summaries import ProvisioningState
 from megamon.errors import ConfigError
@@ -31,18 +33,25 @@ from megamon.fleet.canonical import (
 )
 from megamon.fleet.columnar import ColumnarCache
 from megamon.fleet.figures_sql import figures_sql
-from megamon.fleet.model import FLEET, ChipTime, FleetAggregate, FleetReport, FleetResource
+from megamon.fleet.model import FLEET, FleetReport, group_key
 from megamon.recording.eventlog import UNOBSERVED_SLACK_NS
 from megamon.recording.loading import read_mark
 from megamon.stores.local import LocalEventStore
 from megamon.summary.availability import (
+    ACCELERATOR_ATTR,
+    TOPOLOGY_ATTR,
+    Aggregate,
     BandState,
     Incidents,
+    Resource,
+    ResourceAvailability,
     TimeSplit,
     Window,
+    name_attrs,
     resource_order,
     shape_order,
 )
+from megamon.summary.chips import CHIPS_ATTR, ChipTime
 
 log = logging.getLogger(__name__)
 
@@ -192,19 +201,40 @@ _BAND_STATES = {state.value: state for state in BandState}
 _PROVISIONING_STATES = {state.value: state for state in ProvisioningState}
 
 
-def _resource(row: tuple[Any, ...]) -> FleetResource:
-    return FleetResource(
-        cluster=row[0],
-        kind=_KINDS.get(row[1]) or Kind(row[1]),
+def _attrs(kind: Kind, key: str, row: tuple[Any, ...]) -> dict[str, object]:
+    """The attributes the report reads, back from the SQL's columns (``row``: name,
+    accelerator, topology, chips): the name's parts (a Kubernetes namespace or name has no
+    ``/``), the shape, the chips."""
+    name, accelerator, topology, chips = row
+    attrs: dict[str, object] = {}
+    parts = name_attrs(kind)
+    if name != key and parts and name.count("/") == len(parts) - 1:
+        attrs.update(zip(parts, name.split("/"), strict=True))
+    if accelerator:
+        attrs[ACCELERATOR_ATTR] = accelerator
+    if topology:
+        attrs[TOPOLOGY_ATTR] = topology
+    if chips is not None:
+        attrs[CHIPS_ATTR] = chips
+    return attrs
+
+
+def _resource(row: tuple[Any, ...]) -> ResourceAvailability:
+    kind = _KINDS.get(row[1]) or Kind(row[1])
+    resource = Resource(
+        kind=kind,
         key=row[2],
-        name=row[3],
-        accelerator=row[4],
-        topology=row[5],
-        chips=row[6],
+        record=EventRecord(),
+        attrs=_attrs(kind, row[2], row[3:7]),
         retired_at=row[7],
+        cluster=row[0],
+    )
+    return ResourceAvailability(
+        resource=resource,
         start=row[8],
         end=row[9],
         state=_BAND_STATES[row[10]],
+        bands=(),
         times=TimeSplit(*row[11:17]),
         incidents=Incidents(*row[17:20]),
         provisioning_state=_PROVISIONING_STATES[row[20]],
@@ -212,11 +242,10 @@ def _resource(row: tuple[Any, ...]) -> FleetResource:
     )
 
 
-def _aggregate(cluster: str, row: tuple[Any, ...]) -> FleetAggregate:
+def _aggregate(cluster: str, row: tuple[Any, ...]) -> tuple[Aggregate, ChipTime]:
     kind, accelerator, topology, count = row[0], row[1], row[2], row[3]
     states = {state: int(n) for state, n in zip(_STATES, row[13:17], strict=True) if n}
-    return FleetAggregate(
-        cluster=cluster,
+    aggregate = Aggregate(
         kind=Kind(kind),
         accelerator=accelerator,
         topology=topology,
@@ -225,15 +254,19 @@ def _aggregate(cluster: str, row: tuple[Any, ...]) -> FleetAggregate:
         incidents=Incidents(*(int(v) for v in row[10:13])),
         provisioning_states=states,
         provisioned_duration=int(row[17]),
-        chip_time=ChipTime(*(int(v) for v in row[18:22])),
+        cluster=cluster,
     )
+    return aggregate, ChipTime(*(int(v) for v in row[18:22]))
 
 
-def _resource_order(r: FleetResource) -> tuple[str, tuple[tuple[int, str], str, str, int]]:
+def _resource_order(
+    f: ResourceAvailability,
+) -> tuple[str, tuple[tuple[int, str], str, str, int]]:
+    r = f.resource
     return (r.cluster, resource_order(r.kind, r.name, r.key, r.retired_at))
 
 
-def _shape_order(a: FleetAggregate) -> tuple[str, tuple[tuple[int, str], str, str]]:
+def _shape_order(a: Aggregate) -> tuple[str, tuple[tuple[int, str], str, str]]:
     return (a.cluster, shape_order(a.kind, a.accelerator, a.topology))
 
 
@@ -254,17 +287,19 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, clusters: Sequence[s
             _AGGREGATE_SQL.format(group="kind, accelerator, topology")
         ).fetchall()
     ]
+    chip_times = {group_key(a): chips for a, chips in (*per_cluster, *fleet)}
     if window.since is not None:
         start = window.since
     else:
-        start = min((r.start for r in resources), default=window.now)
+        start = min((f.start for f in resources), default=window.now)
     return FleetReport(
         window=window,
         start=start,
         clusters=tuple(clusters),
         resources=tuple(resources),
-        cluster_aggregates=tuple(sorted(per_cluster, key=_shape_order)),
-        fleet_aggregates=tuple(sorted(fleet, key=_shape_order)),
+        cluster_aggregates=tuple(sorted((a for a, _ in per_cluster), key=_shape_order)),
+        fleet_aggregates=tuple(sorted((a for a, _ in fleet), key=_shape_order)),
+        chip_times=chip_times,
     )
 
 

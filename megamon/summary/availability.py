@@ -151,6 +151,9 @@ class Resource:
     """``[start, end)`` spans when megamon was not observing (``unobserved_gaps``)."""
     detail: str = ""
     """What goes with the reason of its ongoing down period (from the log), if any."""
+    cluster: str = ""
+    """The cluster whose history it is in a fleet report (``megamon.fleet``); empty in a
+    one-history report."""
 
     @property
     def live(self) -> bool:
@@ -289,6 +292,9 @@ class Aggregate:
     provisioning_states: Mapping[ProvisioningState, int]
     provisioned_duration: int
     """Sum of the provisioning durations of the resources that came up (``success``)."""
+    cluster: str = ""
+    """The cluster summed in a fleet report (``megamon.fleet``; ``*`` for every cluster);
+    empty in a one-history report."""
 
     @property
     def availability(self) -> float | None:

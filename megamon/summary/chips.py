@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from megamon.domain.interruptions import NODEPOOL
 from megamon.domain.kinds import Kind
 from megamon.domain.timestamps import NANOS_PER_SECOND
-from megamon.summary.availability import ResourceAvailability
+from megamon.summary.availability import ResourceAvailability, availability_percent
 from megamon.summary.distributions import open_interruption
 
 CHIPS_ATTR = "tpuChipCount"
@@ -43,6 +43,21 @@ class ChipFigures:
         """Percent of the chip-seconds up, of those up or down; ``None`` without any."""
         total = self.up_chip_seconds + self.down_chip_seconds
         return 100.0 * self.up_chip_seconds / total if total > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class ChipTime:
+    """Chip-weighted time in integer chip-nanoseconds (exact, as the SQL engines sum it) of
+    the resources of one group that have a chip count."""
+
+    chips: int = 0
+    up: int = 0
+    down: int = 0
+    failed: int = 0
+
+    @property
+    def availability(self) -> float | None:
+        return availability_percent(self.up, self.down)
 
 
 def chip_figures(resources: Iterable[ResourceAvailability]) -> list[ChipFigures]:

@@ -18,6 +18,7 @@ from megamon.domain.kinds import Kind
 from megamon.fleet.engine import History, fleet_report
 from megamon.fleet.model import FLEET, FleetReport
 from megamon.summary.availability import Window
+from megamon.summary.chips import chips_of
 from test.fleet.histories import Coverage, Lifetime, write_log
 from test.fleet.test_equivalence import CLUSTERS, T0, merged_failed_band, windows
 
@@ -66,27 +67,27 @@ def bigquery_like(histories: list[History]) -> duckdb.DuckDBPyConnection:
 
 def _native(report: FleetReport) -> dict[tuple[Any, ...], tuple[Any, ...]]:
     return {
-        (r.cluster, r.kind.value, r.key, r.retired_at): (
-            r.name,
-            r.accelerator,
-            r.topology,
-            r.chips,
-            r.start,
-            r.end,
-            r.state.value,
-            r.times.up,
-            r.times.down,
-            r.times.failed,
-            r.times.expected_down,
-            r.times.provisioning,
-            r.times.unobserved,
-            r.incidents.interruptions,
-            r.incidents.recoveries,
-            r.incidents.recovered_down_time,
-            r.provisioning_state.value,
-            r.provisioning_duration,
+        (f.resource.cluster, f.resource.kind.value, f.resource.key, f.resource.retired_at): (
+            f.resource.name,
+            f.resource.accelerator,
+            f.resource.topology,
+            chips_of(f) or None,
+            f.start,
+            f.end,
+            f.state.value,
+            f.times.up,
+            f.times.down,
+            f.times.failed,
+            f.times.expected_down,
+            f.times.provisioning,
+            f.times.unobserved,
+            f.incidents.interruptions,
+            f.incidents.recoveries,
+            f.incidents.recovered_down_time,
+            f.provisioning_state.value,
+            f.provisioning_duration,
         )
-        for r in report.resources
+        for f in report.resources
     }
 
 
@@ -102,7 +103,7 @@ def _native_aggregates(report: FleetReport) -> dict[tuple[Any, ...], tuple[Any, 
             a.mttr,
             a.mtbi,
             a.mean_provisioning_duration,
-            a.chip_time.chips,
+            report.chip_time(a).chips,
         )
         for a in (*report.cluster_aggregates, *report.fleet_aggregates)
     }

@@ -10,6 +10,8 @@ import orjson
 import pytest
 
 from megamon.cli.main import main
+from megamon.domain import timestamps
+from megamon.domain.interruptions import MAINTENANCE, UNKNOWN
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
 from megamon.fleet.cache import HistoryCache
@@ -20,6 +22,8 @@ from megamon.stores.factory import gcs_client
 from megamon.stores.gcs import GcsEventStore
 from megamon.stores.local import LocalEventStore
 from test.cli.report.history import NOW_TEXT, V5P, H, T, fill
+from test.fleet.test_written_histories import RESOURCES, T0, S
+from test.fleet.written import DOWN, PLANNED, UP, Run, Step, write_runs
 
 COMMON = (
     "kind",
@@ -307,3 +311,35 @@ def test_the_fleet_table_has_each_clusters_own_rows(
     fleet_rows = rows(fleet, "By cluster, kind, accelerator and topology:")
     mine = [r[1:] for r in fleet_rows if r[0] in ("CLUSTER", "east")]
     assert mine == rows(alone, "By kind, accelerator and topology:")
+
+
+def test_histories_with_reasons_archives_and_snapshots_read_as_each_clusters_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two histories written by the recorder as ``make demo`` leaves them (down events with
+    reasons in the snapshot files, an archived node pool, heartbeats, a planned stop): each
+    cluster's rows and aggregates are its own ``megamon report``'s, field for field."""
+    np_a, np_b, job = (Kind.NODEPOOL, "np-a"), (Kind.NODEPOOL, "np-b"), (Kind.JOBSET, "uid-1")
+    script = [
+        Step(0, {np_a: (DOWN, UNKNOWN), np_b: (DOWN, UNKNOWN), job: (DOWN, UNKNOWN)}),
+        Step(20 * S, {np_a: (UP, ""), np_b: (UP, ""), job: (UP, "")}),
+        Step(60 * S, {np_a: (DOWN, MAINTENANCE), np_b: (UP, ""), job: (UP, "")}),
+        Step(30 * S, {np_a: (UP, ""), np_b: (UP, ""), job: (PLANNED, "")}),
+        Step(30 * S, {np_a: (UP, ""), job: (PLANNED, "")}),
+    ]
+    roots = [tmp_path / "clusters" / name for name in ("east", "west")]
+    ends = [write_runs(root, T0, [Run(0, script, 3600.0)], RESOURCES) for root in roots]
+    now = ["--now", timestamps.format_ns(max(ends) + 60 * S)]
+    fleet = report_json(capsys, *now, "--events-dir", str(roots[0]), "--events-dir", str(roots[1]))
+    for root in roots:
+        alone = report_json(capsys, *now, "--events-dir", str(root))
+        mine = [_common(r) for r in fleet["resources"] if r["cluster"] == root.name]
+        assert mine == [_common(r) for r in alone["resources"]]
+        assert any(r["retiredAt"] for r in mine)
+        mine_aggregates = [a for a in fleet["aggregates"] if a["cluster"] == root.name]
+        pairs = zip(mine_aggregates, alone["aggregates"], strict=True)
+        assert [{k: got[k] for k in expected} for got, expected in pairs] == alone["aggregates"]
+    jobs = [r for r in fleet["resources"] if r["kind"] == "jobset"]
+    assert {(r["state"], r["availabilityPercent"], r["recoveryCount"]) for r in jobs} == {
+        ("expected-down", 100.0, 0)
+    }

@@ -59,7 +59,7 @@ def test_a_warm_cache_gives_the_same_report_without_converting(tmp_path: Path) -
     root, cache = tmp_path / "east", tmp_path / "cache"
     _history(root)
     fresh = _report(root, None)
-    assert {r.name for r in fresh.resources} == {f"np-{n}" for n in range(6)}
+    assert {f.resource.name for f in fresh.resources} == {f"np-{n}" for n in range(6)}
     assert any(r.times.unobserved for r in fresh.resources)
     assert _report(root, cache) == fresh
     manifest = (history_directory(cache, root) / "nodepool" / MANIFEST).read_bytes()
@@ -88,7 +88,7 @@ def test_new_segments_are_converted_alone(tmp_path: Path) -> None:
     report = _report(root, cache)
     assert _batches(cache, root)[:-1] == before and len(_batches(cache, root)) == len(before) + 1
     assert report == _report(root, None)
-    assert "x" in {r.name for r in report.resources}
+    assert "x" in {f.resource.name for f in report.resources}
 
 
 def test_an_expired_or_changed_segment_drops_its_batch(tmp_path: Path) -> None:

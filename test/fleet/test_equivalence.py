@@ -121,22 +121,9 @@ def _figures(report: AvailabilityReport) -> dict[tuple[str, str, int | None], tu
 def _fleet_figures(
     report: FleetReport, cluster: str
 ) -> dict[tuple[str, str, int | None], tuple[object, ...]]:
-    return {
-        (r.kind.value, r.key, r.retired_at): (
-            r.name,
-            r.accelerator,
-            r.topology,
-            r.start,
-            r.end,
-            r.state,
-            r.times,
-            r.incidents,
-            r.provisioning_state,
-            r.provisioning_duration,
-        )
-        for r in report.resources
-        if r.cluster == cluster
-    }
+    """The figures of one cluster's resources, as ``_figures`` reads the Python report's."""
+    mine = tuple(f for f in report.resources if f.resource.cluster == cluster)
+    return _figures(AvailabilityReport(report.window, report.start, mine, ()))
 
 
 def _aggregates(report: AvailabilityReport) -> dict[tuple[str, str, str], tuple[object, ...]]:

@@ -116,22 +116,9 @@ def _figures(report: AvailabilityReport) -> dict[tuple[str, str, int | None], tu
 def _fleet_figures(
     report: FleetReport, cluster: str
 ) -> dict[tuple[str, str, int | None], tuple[object, ...]]:
-    return {
-        (r.kind.value, r.key, r.retired_at): (
-            r.name,
-            r.accelerator,
-            r.topology,
-            r.start,
-            r.end,
-            r.state,
-            r.times,
-            r.incidents,
-            r.provisioning_state,
-            r.provisioning_duration,
-        )
-        for r in report.resources
-        if r.cluster == cluster
-    }
+    """The figures of one cluster's resources, as ``_figures`` reads the Python report's."""
+    mine = tuple(f for f in report.resources if f.resource.cluster == cluster)
+    return _figures(AvailabilityReport(report.window, report.start, mine, ()))
 
 
 def _aggregates(report: AvailabilityReport) -> dict[tuple[str, str, str], tuple[object, ...]]:
@@ -225,10 +212,10 @@ def test_reasons_archives_and_a_recovery_after_provisioning_as_megamon_report_re
         end = write_history(root, T0, [Run(0, script, 0.0)], RESOURCES)
         window = Window(now=end + 60 * S)
         fleet = fleet_report([History("east", root)], KINDS, window, workdir=Path(scratch))
-    by_key = {r.key: r for r in fleet.resources}
+    by_key = {f.resource.key: f for f in fleet.resources}
     assert by_key["np-a"].incidents.recoveries == 1
     assert by_key["np-a"].incidents.recovered_down_time == 30 * S
-    assert by_key["np-a"].retired_at == T0 + 140 * S
+    assert by_key["np-a"].resource.retired_at == T0 + 140 * S
     assert by_key["uid-1"].state.value == "expected-down"
     assert by_key["uid-1"].availability == 100.0
     assert by_key["uid-1"].incidents.recoveries == 0
