@@ -34,7 +34,7 @@ from megamon.publishing.exporters import build_exporters, export_all
 from megamon.publishing.joblabels import JobLabeler
 from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 from megamon.publishing.metrics.gating import LeaderOnly
-from megamon.recording.eventlog import EventLog
+from megamon.recording.eventlog import UNOBSERVED_SLACK_NS, EventLog
 from megamon.recording.latest import LatestObservations
 from megamon.serving.auth import KubeGuard
 from megamon.serving.http import MetricsServer, ProbeServer, parse_addr
@@ -51,6 +51,7 @@ from megamon.sources.kube.ownermap import OWNER_MAP_KEY, ConfigMapOwnerMap
 from megamon.sources.kube.watching import WatchSettings
 from megamon.sources.simulation import SimulatedNodePoolLister
 from megamon.stores.factory import open_store
+from megamon.summary.assembly import ReportAssembly
 from megamon.telemetry import Instruments
 
 log = logging.getLogger("megamon")
@@ -250,14 +251,18 @@ def start(config: Config) -> Service:
     )
     if not config.DisableNodePoolJobLabelling:
         exporters.append(JobLabeler(api))
+    store = open_store(config, instruments)
+    assembly = ReportAssembly(kinds, store, unobserved_slack_ns=UNOBSERVED_SLACK_NS)
     aggregator = Aggregator(
         event_log=EventLog(
-            open_store(config, instruments),
+            store,
             required_kinds(kinds),
             cluster=config.GKE.ClusterName,
             snapshot_interval_s=config.SnapshotIntervalSeconds,
             instruments=instruments,
+            on_retired=assembly.retired,
         ),
+        assembly=assembly,
         cluster=cluster,
         latest=LatestObservations(),
         pools=_node_pools(config, cluster, instruments),

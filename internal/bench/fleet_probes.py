@@ -52,7 +52,7 @@ from megamon.loops.aggregator import Aggregator
 from megamon.observing.common import Settings
 from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 from megamon.publishing.metrics.gating import LeaderOnly
-from megamon.recording.eventlog import EventLog
+from megamon.recording.eventlog import UNOBSERVED_SLACK_NS, EventLog
 from megamon.sources.gke.lister import GkeNodePoolLister, make_client
 from megamon.sources.gke.views import NodePoolView
 from megamon.sources.kube.cluster import KubeCluster, StaticCluster
@@ -60,6 +60,7 @@ from megamon.sources.kube.projections import NodeView
 from megamon.sources.kube.snapshot import ClusterSnapshot
 from megamon.stores.local import LocalObjects
 from megamon.stores.objects import ObjectEventStore
+from megamon.summary.assembly import ReportAssembly
 from megamon.telemetry import Instruments
 
 try:
@@ -278,11 +279,13 @@ def probe_cycles(args: argparse.Namespace) -> dict[str, Any]:
     backend = _CountingObjects(directory)
     store = ObjectEventStore(backend, "", instruments=instruments)
     view = _Snapshots(base)
-    event_log = EventLog(store, KINDS, instruments=instruments)
+    assembly = ReportAssembly(KINDS, store, unobserved_slack_ns=UNOBSERVED_SLACK_NS)
+    event_log = EventLog(store, KINDS, instruments=instruments, on_retired=assembly.retired)
     _, startup_wall, startup_cpu = _timed(lambda: event_log.load(KINDS))
     startup_rss = peak_rss_mb()
     aggregator = Aggregator(
         event_log=event_log,
+        assembly=assembly,
         cluster=view,
         pools=_FixedPools(pools),
         kinds=KINDS,

@@ -48,6 +48,10 @@ class Report(BaseModel):
     in a stable order; not in the report JSON."""
     chips_down: tuple[tuple[str, Shape, str, float], ...] = ()
     """Chip-seconds down by (kind, shape, reason), closed and ongoing interruptions."""
+    chip_availability: tuple[tuple[str, str, float], ...] = ()
+    """Chip-weighted availability by (kind, accelerator) over all history, ``megamon
+    report``'s definition (``summary.chiptally``); a group with neither up nor down time has
+    no row. Not in the report JSON."""
 
     def kind(self, kind: Kind) -> KindReport:
         return self.kinds.get(kind, KindReport())

@@ -6,7 +6,8 @@ the service:
 - workloads: reacts to changes in the watch caches, coalescing bursts (at most once a
   second), so a JobSet's transition is recorded when it happens, not at the next tick;
 - aggregation: every ``AggregationIntervalSeconds``, observes every kind at one ``now``,
-  records events, and once every required kind has been observed builds the report,
+  records events, and once every required kind has been observed has the report assembly
+  (``summary.assembly``, which holds every figure kept between cycles) build the report,
   publishes it (an atomic reference swap) and runs the exporters. A failing cycle keeps the
   last good report;
 - persist: writes the history held in memory to the store, so that a slow or failing store
@@ -20,10 +21,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from megamon.domain.events import EventRecord
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.domain.rejections import Rejection
@@ -44,8 +44,7 @@ from megamon.sources.gke.lister import NodePoolLister
 from megamon.sources.gke.views import NodePoolView
 from megamon.sources.kube.cluster import ClusterView
 from megamon.sources.kube.snapshot import ClusterSnapshot
-from megamon.summary.distributions import DistributionTally
-from megamon.summary.report import SettledMemo, build_report
+from megamon.summary.assembly import ReportAssembly
 from megamon.telemetry import Instruments
 
 log = logging.getLogger(__name__)
@@ -73,12 +72,14 @@ class Intervals:
 
 
 class Aggregator:
-    """Owns the cycle; everything it talks to is passed in."""
+    """Owns the cycle; everything it talks to is passed in. It holds no figures: what a
+    report is built from lives in the event log and the report assembly."""
 
     def __init__(
         self,
         *,
         event_log: EventLog,
+        assembly: ReportAssembly,
         cluster: ClusterView,
         latest: LatestObservations | None = None,
         pools: NodePoolLister,
@@ -95,6 +96,7 @@ class Aggregator:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._log = event_log
+        self._assembly = assembly
         self._latest = latest or LatestObservations()
         self._cluster = cluster
         self._pool_lister = pools
@@ -119,9 +121,6 @@ class Aggregator:
         whole by the poll loop)."""
         self._observed_at: dict[str, int] = {}
         self._report: Report | None = None
-        self._memo = SettledMemo()
-        self._distributions = DistributionTally()
-        self._archives_counted = False
         self._memos = memos or Memos()
         self._record_lock = threading.Lock()
         self._problems_seen: set[Problem] = set()
@@ -281,46 +280,25 @@ class Aggregator:
             return None
         with self._record_lock:  # observations and records of the same batch
             observations, records = self._latest.snapshot(), self._log.records()
-        self._count_distributions(observations, records)
-        report = build_report(
+            coverage, epoch = self._log.coverage(), self._log.epoch
+        report = self._assembly.build(
             observations,
             records,
+<<<<<<< HEAD
             kinds=self._kinds,
             scheduling=observe_scheduling(snapshot, listing[0] if listing else []),
+=======
+            coverage=coverage,
+            epoch=epoch,
+            scheduling=observe_scheduling(snapshot, self._pools or []),
+>>>>>>> assembly
             observed_at=self._observed_at,
             now=now,
-            memo=self._memo,
         )
-        tally = self._distributions
-        update = {"distributions": tally.frozen(), "chips_down": tally.chips_down_rows(now)}
-        report = report.model_copy(update=update)
         self._report = report
         self._export(report)
         self._instruments.aggregation_duration.observe(time.perf_counter() - start)
         return report
-
-    def _count_distributions(
-        self,
-        observations: Mapping[Kind, Mapping[str, Observation]],
-        records: Mapping[Kind, Mapping[str, EventRecord]],
-    ) -> None:
-        """The histograms from the history: archived resources once (at the first cycle whose
-        archives can be read), then each cycle's live records."""
-        if not self._archives_counted:
-            try:
-                for kind in sorted(self._kinds, key=str):
-                    for key in self._log.store.archived_keys(kind):
-                        for entry in self._log.store.read_archive(kind, key):
-                            self._distributions.add_archived(kind.value, entry.record, entry.attrs)
-            except MegamonError as err:
-                log.warning("histograms: cannot read the archive yet (retried): %s", err)
-                self._distributions = DistributionTally()
-            else:
-                self._archives_counted = True
-        for kind in self._kinds:
-            kind_obs = observations.get(kind, {})
-            attrs = {key: obs.attrs for key, obs in kind_obs.items()}
-            self._distributions.update(kind.value, records.get(kind, {}), attrs)
 
     # Loops ---------------------------------------------------------------------------------
 

@@ -111,8 +111,12 @@ class EventLog:
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         instruments: Instruments | None = None,
         clock: Callable[[], int] = time.time_ns,
+        on_retired: Callable[[ArchiveEntry], object] | None = None,
     ) -> None:
         self._store = store
+        self._on_retired = on_retired
+        """Told of each retirement as it is recorded (the report assembly keeps counting the
+        resource from its archive entry without reading the archive again)."""
         self._required = frozenset(required)
         self._cluster = cluster
         self._snapshot_ns = int(snapshot_interval_s * timestamps.NANOS_PER_SECOND)
@@ -129,6 +133,7 @@ class EventLog:
         self._applied: set[Kind] = set()
         self._records: dict[Kind, Mapping[str, EventRecord]] = {}
         self._standing_by = False
+        self._epoch = 0
 
     @property
     def store(self) -> EventStore:
@@ -138,6 +143,13 @@ class EventLog:
     def ready(self) -> bool:
         """Whether every required kind has been loaded and observed at least once."""
         return self._required <= self._applied
+
+    @property
+    def epoch(self) -> int:
+        """How many times this process dropped the history it held (standing by, handing
+        over): another writer may have grown it meanwhile, so what a reader kept of it is to
+        be counted again from the history as read next."""
+        return self._epoch
 
     @property
     def standing_by(self) -> bool:
@@ -170,6 +182,18 @@ class EventLog:
         """The live records of every kind, as of the latest batch (an immutable view)."""
         with self._lock:
             return self._records
+
+    def coverage(self) -> dict[Kind, tuple[tuple[int, int], ...]]:
+        """Per kind, the spans its history records as observed, this process's running span
+        included (what its next heartbeat writes): the time megamon was watching."""
+        with self._lock:
+            result = {}
+            for kind, state in self._kinds.items():
+                spans = state.loaded.history.observed
+                if state.run_since is not None and state.last_now is not None:
+                    spans = add_span(spans, (state.run_since, state.last_now))
+                result[kind] = tuple(spans)
+            return result
 
     # the writer lease ---------------------------------------------------------------------
 
@@ -205,6 +229,7 @@ class EventLog:
             self._kinds.clear()
             self._applied.clear()
             self._records = {}
+            self._epoch += 1
 
     # appending ----------------------------------------------------------------------------
 
@@ -272,10 +297,13 @@ class EventLog:
         for key, record in result.retired.items():
             attrs = dict(history.attrs.pop(key, {}))
             state.seen.pop(key, None)
-            state.retired[key] = ArchiveEntry(
+            entry = ArchiveEntry(
                 kind=kind.value, key=key, retired_at=now, attrs=attrs, record=record
             )
+            state.retired[key] = entry
             state.pending.append(LogLine(TYPE_RETIRED, key, now))
+            if self._on_retired is not None:
+                self._on_retired(entry)
         history.records = result.records
         state.run_since = now if state.run_since is None else state.run_since
         state.last_now = now
@@ -452,6 +480,7 @@ class EventLog:
                 self._kinds.clear()
                 self._applied.clear()
                 self._records = {}
+                self._epoch += 1
             log.info("handed the writer lease %s over", self._lease.describe())
 
     def close(self) -> None:

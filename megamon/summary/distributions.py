@@ -140,7 +140,7 @@ def _common_prefix(old: list[Period], new: list[Period]) -> int:
 
 @dataclass
 class DistributionTally:
-    """Every kind's histograms, kept from cycle to cycle (one per aggregator, built in
+    """Every kind's histograms, kept from cycle to cycle (one per report assembly, built in
     ``megamon.app``, never in a module)."""
 
     histograms: dict[SeriesKey, Histogram] = field(default_factory=dict)

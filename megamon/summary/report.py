@@ -70,8 +70,8 @@ def build_report(
 ) -> Report:
     """Summaries of every observed resource of ``kinds`` at ``now``, with its observation.
 
-    ``memo`` belongs to the caller (one per aggregator), so two services in one process never
-    share what they settled."""
+    ``memo`` belongs to the caller (one per report assembly), so two services in one process
+    never share what they settled."""
     kinds = list(kinds)
     observed = [dict(observations.get(kind, {})) for kind in kinds]
     kind_records = [records.get(kind, {}) for kind in kinds]

@@ -18,7 +18,7 @@ from megamon.domain.summaries import ProvisioningState
 from megamon.errors import SourceError, StoreError
 from megamon.loops.aggregator import Aggregator, Intervals
 from megamon.observing.common import Settings
-from megamon.recording.eventlog import EventLog
+from megamon.recording.eventlog import UNOBSERVED_SLACK_NS, EventLog
 from megamon.recording.loading import load_kind
 from megamon.sources.gke.lister import StaticNodePoolLister
 from megamon.sources.gke.views import NodePoolView
@@ -26,7 +26,9 @@ from megamon.sources.kube.cluster import StaticCluster
 from megamon.sources.kube.projections import jobset_view, node_view
 from megamon.sources.kube.snapshot import ClusterSnapshot
 from megamon.stores.memory import MemoryEventStore, MemoryObjects
+from megamon.summary import chiptally
 from megamon.summary import report as report_module
+from megamon.summary.assembly import ReportAssembly
 from megamon.telemetry import Instruments
 
 S = 10**9
@@ -81,8 +83,12 @@ def make(**overrides: Any) -> tuple[Aggregator, dict[str, Any]]:
     }
     parts.update(overrides)
     instruments = Instruments("megamon", parts["registry"])
+    assembly = ReportAssembly(KINDS, parts["store"], unobserved_slack_ns=UNOBSERVED_SLACK_NS)
     aggregator = Aggregator(
-        event_log=EventLog(parts["store"], KINDS, instruments=instruments),
+        event_log=EventLog(
+            parts["store"], KINDS, instruments=instruments, on_retired=assembly.retired
+        ),
+        assembly=assembly,
         cluster=parts["cluster"],
         pools=parts["pools"],
         kinds=KINDS,
@@ -291,7 +297,7 @@ def test_an_unchanged_cycle_builds_no_new_observation_record_or_summary(
 ) -> None:
     """The identity contract of the memos: the watch caches hand out the same projections
     while nothing changes, so the next cycle reuses every observation, appends nothing and
-    settles no summary again (it only adds the running time)."""
+    settles no summary or chip figure again (it only adds the running time)."""
     settled: list[EventRecord] = []
     real_settle = report_module.settle
 
@@ -300,11 +306,19 @@ def test_an_unchanged_cycle_builds_no_new_observation_record_or_summary(
         return real_settle(record)
 
     monkeypatch.setattr(report_module, "settle", counting)
+    figured: list[object] = []
+    real_figures = chiptally.resource_availability
+
+    def figuring(resource: Any, window: Any) -> Any:
+        figured.append(resource)
+        return real_figures(resource, window)
+
+    monkeypatch.setattr(chiptally, "resource_availability", figuring)
     aggregator, parts = make()
     assert aggregator.poll_once()
     first = aggregator.aggregate_once()
     records = dict(aggregator._log.records())
-    settled_first = len(settled)
+    settled_first, figured_first = len(settled), len(figured)
     parts["clock"].now += 10 * S
     second = aggregator.aggregate_once()
     assert first is not None and second is not None
@@ -314,6 +328,7 @@ def test_an_unchanged_cycle_builds_no_new_observation_record_or_summary(
         for key, record in records[kind].items():
             assert aggregator._log.records()[kind][key] is record, (kind, key)
     assert settled_first > 0 and len(settled) == settled_first
+    assert figured_first > 0 and len(figured) == figured_first  # the chip figures too
     pool = second.kind(Kind.NODEPOOL).summaries["np"]
     assert pool.up_time == first.kind(Kind.NODEPOOL).summaries["np"].up_time + 10 * S
 

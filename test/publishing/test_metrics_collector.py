@@ -286,6 +286,22 @@ def test_each_scheduled_job_is_a_series_of_1() -> None:
     assert sum(1 for family in registry.collect() for s in family.samples if s.name == name) == 2
 
 
+def test_the_chip_availability_ratio_is_the_reports_rows_and_nothing_else() -> None:
+    """The summary stage computes the ratio; the collector renders its rows as they are, and
+    a kind or accelerator without a row (neither up nor down time) has no sample, whatever
+    the resources' own summaries say."""
+    pool = Observation.build(expected=1, ready=0, attrs=Attrs(tpu_accelerator="tpu-v5p-slice",
+                                                              tpu_chip_count=4))  # fmt: skip
+    rows = (("jobset", "", 0.5), ("jobset", "tpu-v6e-slice", 0.875))
+    report = one_kind(Kind.NODEPOOL, {"np": pool}, {"np": Summary(down_time=10 * S)},
+                      chip_availability=rows)  # fmt: skip
+    registry = scrape_registry(report)
+    assert registry.get_sample_value("megamon_jobset_chip_availability_ratio", {}) == 0.5
+    six = {"tpu_accelerator": "tpu-v6e-slice"}
+    assert registry.get_sample_value("megamon_jobset_chip_availability_ratio", six) == 0.875
+    assert "megamon_nodepool_chip_availability_ratio" not in sample_names(registry)
+
+
 def test_only_suspended_jobsets_have_a_suspended_series_labelled_as_their_up() -> None:
     def jobset(name: str, ready: int, status: str = "") -> Observation:
         attrs = Attrs(jobset_name=name, jobset_namespace="ml", jobset_uid=f"uid-{name}")

@@ -35,6 +35,7 @@ REPORT = Report(
     scheduling={"np": ScheduledJob(job_name="js-0", jobset_name="js")},
     distributions=((TTR, HISTOGRAM),),
     chips_down=(("nodepool", Shape("tpu-v5p-slice"), "maintenance", 480.0),),
+    chip_availability=(("nodepool", "tpu-v5p-slice", 1.0),),
 )
 
 

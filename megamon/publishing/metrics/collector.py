@@ -409,25 +409,10 @@ _CHIPS_DOWN_HELP = (
     "from the durable history; retired resources included."
 )
 _CHIP_AVAILABILITY_HELP = (
-    "Availability of the {noun}s weighted by their TPU chips: chip-seconds up over chip-seconds "
-    "observed, over the resources observed now."
+    "Availability of the {noun}s weighted by their TPU chips over all history, live and "
+    "retired: chip-seconds up over chip-seconds up or down, expected-down, provisioning and "
+    "unobserved time excluded (megamon report's chip availability)."
 )
-
-
-def chip_availability(kind_report: KindReport) -> dict[str, float]:
-    """Per accelerator (``""`` when unknown): Σ chips × up time / Σ chips × observed time."""
-    up: dict[str, float] = {}
-    seen: dict[str, float] = {}
-    for key, obs in kind_report.observations.items():
-        summary = kind_report.summaries.get(key)
-        chips = obs.attrs.tpu_chip_count
-        if summary is None or not chips:
-            continue
-        accelerator = obs.attrs.tpu_accelerator
-        up[accelerator] = up.get(accelerator, 0.0) + chips * summary.up_time
-        total = chips * (summary.up_time + summary.down_time)
-        seen[accelerator] = seen.get(accelerator, 0.0) + total
-    return {a: up[a] / seen[a] for a in sorted(seen) if seen[a] > 0}
 
 
 def _always_leader() -> bool:
@@ -512,7 +497,8 @@ class ReportCollector:
         return (kind_spec(kind).noun if kind is not None else "") or kind_value
 
     def _chips(self, report: Report) -> list[Metric]:
-        """Chip-seconds down by reason, and availability weighted by chips, per kind."""
+        """Chip-seconds down by reason, and availability weighted by chips, per kind: both
+        as the report holds them (the summary stage computes them)."""
         families: dict[str, Metric] = {}
         for kind, shape, reason, seconds in report.chips_down:
             family = families.get(kind)
@@ -522,19 +508,16 @@ class ReportCollector:
                 family = families[kind] = Metric(name, help, "gauge")
             labels = {**_shape_labels(shape), names.LABEL_REASON: reason}
             family.samples.append(Sample(family.name, labels, seconds))
-        result = list(families.values())
-        for kind in self._rendered_kinds(report):
-            ratios = chip_availability(report.kind(kind))
-            if not ratios:
-                continue
-            name = self._distribution_name(kind.value, names.CHIP_AVAILABILITY)
-            help = _CHIP_AVAILABILITY_HELP.format(noun=self._noun(report, kind.value))
-            family = Metric(name, help, "gauge")
-            for accelerator, ratio in ratios.items():
-                labels = {names.LABEL_TPU_ACCELERATOR: accelerator} if accelerator else {}
-                family.samples.append(Sample(name, labels, ratio))
-            result.append(family)
-        return result
+        ratios: dict[str, Metric] = {}
+        for kind, accelerator, ratio in report.chip_availability:
+            family = ratios.get(kind)
+            if family is None:
+                name = self._distribution_name(kind, names.CHIP_AVAILABILITY)
+                help = _CHIP_AVAILABILITY_HELP.format(noun=self._noun(report, kind))
+                family = ratios[kind] = Metric(name, help, "gauge")
+            labels = {names.LABEL_TPU_ACCELERATOR: accelerator} if accelerator else {}
+            family.samples.append(Sample(family.name, labels, ratio))
+        return [*families.values(), *ratios.values()]
 
     def _publishes(self, kind: Kind) -> bool:
         """Whether the series budget keeps ``kind``'s per-resource series."""

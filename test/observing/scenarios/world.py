@@ -29,7 +29,7 @@ from megamon.observing.owners import SliceOwners
 from megamon.publishing.joblabels import JobLabeler
 from megamon.publishing.metrics import exposition
 from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
-from megamon.recording.eventlog import EventLog
+from megamon.recording.eventlog import UNOBSERVED_SLACK_NS, EventLog
 from megamon.sources.gke.lister import GkeNodePoolLister, make_client
 from megamon.sources.kube.cluster import KubeCluster
 from megamon.sources.kube.configmaps import ConfigMapKey
@@ -38,6 +38,7 @@ from megamon.sources.kube.resources import JOBSETS, LEADERWORKERSETS, SLICES
 from megamon.sources.kube.watching import WatchSettings
 from megamon.stores.base import EventStore
 from megamon.stores.memory import MemoryEventStore
+from megamon.summary.assembly import ReportAssembly
 
 PROJECT, LOCATION, CLUSTER = "proj", "us-central2", "tpu-cluster"
 REF = f"projects/{PROJECT}/locations/{LOCATION}/clusters/{CLUSTER}"
@@ -392,8 +393,12 @@ class Megamon:
         self.described = tuple(described)
         self.cycle_ns = int(aggregation_s * 10**9)
         self.store = store or MemoryEventStore()
+        assembly = ReportAssembly(kinds, self.store, unobserved_slack_ns=UNOBSERVED_SLACK_NS)
         self.aggregator = Aggregator(
-            event_log=EventLog(self.store, required_kinds(frozenset(kinds))),
+            event_log=EventLog(
+                self.store, required_kinds(frozenset(kinds)), on_retired=assembly.retired
+            ),
+            assembly=assembly,
             cluster=self.cluster,
             pools=GkeNodePoolLister(
                 REF, make_client(world.gke.endpoint), deadline=5.0, initial_backoff=0.05
