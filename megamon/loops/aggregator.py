@@ -284,14 +284,9 @@ class Aggregator:
         report = self._assembly.build(
             observations,
             records,
-<<<<<<< HEAD
-            kinds=self._kinds,
-            scheduling=observe_scheduling(snapshot, listing[0] if listing else []),
-=======
             coverage=coverage,
             epoch=epoch,
-            scheduling=observe_scheduling(snapshot, self._pools or []),
->>>>>>> assembly
+            scheduling=observe_scheduling(snapshot, listing[0] if listing else []),
             observed_at=self._observed_at,
             now=now,
         )
