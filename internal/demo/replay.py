@@ -45,7 +45,7 @@ from megamon.observing.cluster import WorkloadObservers
 from megamon.observing.common import Memos
 from megamon.publishing.metrics.collector import ReportCollector
 from megamon.publishing.metrics.exposition import generate_latest
-from megamon.recording.eventlog import EventLog
+from megamon.recording.eventlog import UNOBSERVED_SLACK_NS, EventLog
 from megamon.sources.gke.lister import GkeNodePoolLister, make_client
 from megamon.sources.kube import resources
 from megamon.sources.kube.cache import WatchCache
@@ -53,6 +53,7 @@ from megamon.sources.kube.projections import jobset_view, lws_view, node_view, p
 from megamon.sources.kube.snapshot import ClusterSnapshot
 from megamon.sources.kube.watching import Listing, RawLister, WatchSettings
 from megamon.stores.local import LocalEventStore
+from megamon.summary.assembly import ReportAssembly
 
 CLUSTER_REF = f"projects/{PROJECT}/locations/{LOCATION}/clusters/{CLUSTER}"
 SETTLE_TICKS = 3
@@ -159,8 +160,12 @@ def replay(
         kinds = enabled_kinds(config)
         store = LocalEventStore(history)
         cluster = ListedCluster(api)
+        assembly = ReportAssembly(kinds, store, unobserved_slack_ns=UNOBSERVED_SLACK_NS)
         aggregator = Aggregator(
-            event_log=EventLog(store, required_kinds(kinds), clock=clock),
+            event_log=EventLog(
+                store, required_kinds(kinds), clock=clock, on_retired=assembly.retired
+            ),
+            assembly=assembly,
             cluster=cluster,
             pools=GkeNodePoolLister(CLUSTER_REF, make_client(gke.endpoint)),
             kinds=kinds,
