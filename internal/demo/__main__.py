@@ -199,6 +199,9 @@ def _show(table: Table, screen: Screen, started: float, tty: bool) -> None:
     print((CLEAR if tty else "\n") + head + "\n\n" + body, flush=True)
 
 
+LAST_SCRAPE = "last-scrape.prom"
+"""In the work directory: ``/metrics`` as megamon served it just before it was stopped."""
+
 SERVING_TIMEOUT = 120.0
 """Seconds megamon may take to start serving /metrics (imports on a busy machine)."""
 
@@ -290,6 +293,9 @@ def main() -> int:
                     break
         finally:
             stop.set()
+            last = _scrape(url)  # what megamon published last, beside the history it wrote
+            if last is not None:
+                (args.workdir / LAST_SCRAPE).write_text(last)
             megamon.send_signal(signal.SIGTERM)
             megamon.wait(timeout=30)
             if player.is_alive():

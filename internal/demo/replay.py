@@ -121,10 +121,11 @@ class Clock:
 
 @dataclass(frozen=True)
 class Replayed:
-    """The table at the end, and where the history was written."""
+    """The table at the end, where the history was written, and the last ``/metrics``."""
 
     table: str
     history: Path
+    scrape: str = ""
 
 
 def _config(gke: FakeGke, history: Path) -> Config:
@@ -180,7 +181,7 @@ def replay(
         )
         fleet = Fleet(gke, kube, PROJECT, LOCATION, CLUSTER, clock=clock.seconds)
         table = Table()
-        drawn = ""
+        drawn = text = ""
         last = max((step.at.total_seconds() for step in steps), default=0.0)
         ticks = int(last / speed) + 1 + SETTLE_TICKS
         pending = list(steps)
@@ -198,4 +199,4 @@ def replay(
                 reasons = last_reasons(history, clock.ns)
                 drawn = table.render(text, document, archived_rows(history), reasons)
         aggregator.stop()
-    return Replayed(drawn, history)
+    return Replayed(drawn, history, text)

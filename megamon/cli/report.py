@@ -231,7 +231,8 @@ def read_labels(args: argparse.Namespace) -> Labels:
 def read_resources(
     store: EventStore, kinds: list[Kind], labels: Labels, now: int
 ) -> Iterator[Resource]:
-    """Every live record (snapshot + log) and every archive entry of ``kinds``.
+    """Every live record (snapshot + log), every archive entry of ``kinds``, and every
+    retirement the log records that ``archive/`` does not hold (a copy of the log alone).
 
     Live resources are named by the attributes recorded in the log; a report's labels
     (``reports/latest.json``) fill in keys the log has none for (a history the Go megamon
@@ -245,9 +246,16 @@ def read_resources(
             attrs = history.attrs.get(key) or kind_labels.get(key, {})
             detail = history.details.get(key, "")
             yield Resource(kind, key, record, attrs, unobserved=gaps, detail=detail)
+        archived = set()
         for key in store.archived_keys(kind):
             for entry in store.read_archive(kind, key):
+                archived.add((entry.key, entry.retired_at))
                 yield Resource(kind, entry.key, entry.record, entry.attrs, entry.retired_at, gaps)
+        for retired in history.retired:  # the log's retirements, when archive/ lacks them
+            if (retired.key, retired.retired_at) not in archived:
+                yield Resource(
+                    kind, retired.key, retired.record, retired.attrs, retired.retired_at, gaps
+                )
 
 
 # --- writing -----------------------------------------------------------------------------

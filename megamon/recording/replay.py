@@ -17,12 +17,23 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from megamon.codec.log import TYPE_ATTRS, TYPE_EVENT, TYPE_OBSERVED, TYPE_RETIRED, LogLine
 from megamon.domain.events import FLAG_UP, EventRecord
 from megamon.domain.timestamps import MAX_CLOCK_SKEW_NS
 
 Span = tuple[int, int]
+
+
+class Retirement(NamedTuple):
+    """A key the folded segments retired, with the record and attributes it had then: what
+    its archive entry holds, for a reader of the log whose ``archive/`` is not there."""
+
+    key: str
+    retired_at: int
+    record: EventRecord
+    attrs: Mapping[str, object]
 
 
 @dataclass
@@ -35,6 +46,8 @@ class Folded:
     details: dict[str, str] = field(default_factory=dict)
     """The detail of each key's ongoing down period (GKE's message, a JobSet's node pools),
     from the segments folded; the snapshot does not keep details."""
+    retired: list[Retirement] = field(default_factory=list)
+    """The retirements in the segments folded, in append order."""
 
 
 class _Columns:
@@ -80,9 +93,13 @@ def fold(history: Folded, lines: Iterable[LogLine]) -> None:
         elif line.type == TYPE_ATTRS and line.attrs is not None:
             history.attrs[line.key] = line.attrs
         elif line.type == TYPE_RETIRED:
-            open_columns.pop(line.key, None)
-            history.records.pop(line.key, None)
-            history.attrs.pop(line.key, None)
+            columns = open_columns.pop(line.key, None)
+            record = history.records.pop(line.key, None)
+            attrs = history.attrs.pop(line.key, {})
+            if columns is not None:
+                record = columns.record()
+            if record is not None:
+                history.retired.append(Retirement(line.key, line.ts, record, attrs))
             history.details.pop(line.key, None)
         elif line.type == TYPE_OBSERVED and line.since is not None:
             history.observed = add_span(history.observed, (line.since, line.ts))

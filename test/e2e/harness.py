@@ -18,6 +18,11 @@ from typing import Any
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
+from megamon.config import parse_config
+from megamon.stores.gcs import GcsObjects
+from megamon.telemetry import Instruments
+from test.crosssurface import check_history, dump, scrape_time
+
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
@@ -59,6 +64,9 @@ class MegamonProcess:
         self.log_path = workdir / f"megamon-{self.metrics_port}.log"
         self._env = {**os.environ, **env}
         self._process: subprocess.Popen[bytes] | None = None
+        self.config = config
+        self.last_scrape: str | None = None
+        """``/metrics`` as it was just before a clean stop (the cross-surface check's)."""
 
     def start(self) -> MegamonProcess:
         with self.log_path.open("wb") as log:
@@ -124,6 +132,41 @@ class MegamonProcess:
         return self.log_path.read_text(errors="replace")
 
     def stop(self, kill: bool = False) -> int:
+        """SIGTERM (a clean shutdown: the history flushed and snapshotted), after a last
+        scrape; SIGKILL when ``kill``."""
         assert self._process is not None
+        if not kill and self._process.poll() is None:
+            status, body = self.metrics()
+            self.last_scrape = body if status == 200 else None
         self._process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
         return self._process.wait(timeout=20)
+
+
+def check_bucket_history(processes: list[MegamonProcess], storage: Any, workdir: Path) -> bool:
+    """The cross-surface check (``test.crosssurface``) on the history the processes wrote to
+    their bucket, with the gauges of the last clean stop's scrape of a process that had
+    published a report (a standby publishes none); nothing when they wrote no bucket.
+    Whether there was a history to check."""
+    published = [
+        p for p in processes if p.last_scrape and "_last_report_timestamp_seconds " in p.last_scrape
+    ]
+    if not published:
+        return False
+    last = published[-1]
+    config = parse_config(last.config_path.read_bytes(), str(last.config_path))
+    if not config.EventsBucketName or config.EnableSimulation:
+        return False
+    objects = GcsObjects(storage, config.EventsBucketName, instruments=Instruments.unregistered())
+    root = dump(objects, config.events_path, workdir / f"history-{last.metrics_port}")
+    if not any(root.iterdir()):
+        return False
+    assert last.last_scrape is not None
+    check_history(
+        root,
+        scrape_time(last.last_scrape, config.metric_prefix),
+        metrics=last.last_scrape,
+        cycle_ns=int(config.AggregationIntervalSeconds * 1_000_000_000),
+        config=last.config_path,
+        prefix=config.metric_prefix,
+    )
+    return True

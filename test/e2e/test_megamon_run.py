@@ -20,7 +20,8 @@ from megamon.domain.kinds import Kind
 from megamon.recording.loading import load_kind
 from megamon.stores.factory import gcs_client
 from megamon.stores.gcs import GcsEventStore
-from test.e2e.harness import MegamonProcess, Samples, parse, value
+from test.crosssurface import PASSED
+from test.e2e.harness import MegamonProcess, Samples, check_bucket_history, parse, value
 from test.observing.scenarios.test_described_scenarios import RAYJOB_CONFIG, rayjob_crd
 from test.observing.scenarios.world import CLUSTER, LOCATION, PROJECT, World
 from test.otlp_receiver import Receiver, attributes, otlp_receiver, pushed
@@ -42,7 +43,16 @@ def world(tmp_path: Path) -> Iterator[World]:
 
 
 @pytest.fixture
-def start(world: World, tmp_path: Path, gcs_emulator: Any, gcs_bucket: str) -> Iterator[Any]:
+def start(
+    world: World,
+    tmp_path: Path,
+    gcs_emulator: Any,
+    gcs_bucket: str,
+    gcs_client: Any,
+    request: pytest.FixtureRequest,
+) -> Iterator[Any]:
+    """Start ``megamon run`` processes; at the end, stop them cleanly and run the
+    cross-surface check on the history they left in the bucket (when the test passed)."""
     running: list[MegamonProcess] = []
 
     def launch(**overrides: Any) -> MegamonProcess:
@@ -72,6 +82,8 @@ def start(world: World, tmp_path: Path, gcs_emulator: Any, gcs_bucket: str) -> I
     for process in running:
         if process._process is not None and process._process.poll() is None:
             process.stop()
+    if request.node.stash.get(PASSED, False):
+        check_bucket_history(running, gcs_client, tmp_path)
 
 
 def provisioning(samples: Samples, state: str) -> float | None:

@@ -12,6 +12,7 @@ import pytest
 
 from internal.gcsemu.client import make_storage_client
 from internal.gcsemu.fixtures import unique_bucket_name
+from test.e2e.harness import check_bucket_history
 from test.faults.harness import LAST_COMPARISON, History, Rig, rig, run_scenario
 
 
@@ -25,14 +26,17 @@ def fresh_rig(tmp_path: Path, gcs_emulator: Any, gcs_client: Any) -> Iterator[Ri
 
 @pytest.fixture(scope="session")
 def clean_history(tmp_path_factory: pytest.TempPathFactory, gcs_emulator: Any) -> History:
-    """The scenario's history without any fault, the reference for every case."""
+    """The scenario's history without any fault, the reference for every case; its surfaces
+    agree (``test.crosssurface``)."""
     bucket = unique_bucket_name("clean")
     gcs_emulator.create_bucket(bucket)
     workdir = tmp_path_factory.mktemp("clean")
     with rig(
         workdir, bucket, make_storage_client(gcs_emulator.endpoint), gcs_emulator.endpoint
     ) as running:
-        return run_scenario(running, [])
+        history = run_scenario(running, [])
+        assert check_bucket_history(running.processes, running.storage, workdir)
+        return history
 
 
 Scenario = Callable[..., History]

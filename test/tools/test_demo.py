@@ -11,13 +11,15 @@ from pathlib import Path
 import orjson
 import pytest
 
-from internal.demo.__main__ import Screen, _history, time_scale
+from internal.demo.__main__ import LAST_SCRAPE, Screen, _history, time_scale
 from internal.demo.replay import START_NS, replay
 from internal.demo.table import KINDS, Row, render, rows, state
 from megamon.cli.main import main
+from megamon.config import parse_config
 from megamon.domain import timestamps
 from megamon.domain.kinds import Kind
 from megamon.stores.local import LocalEventStore
+from test.crosssurface import check_history, scrape_time
 
 
 def test_the_demo_shows_the_fleet_and_stops_cleanly(tmp_path: Path) -> None:
@@ -77,6 +79,16 @@ def test_the_demo_shows_the_fleet_and_stops_cleanly(tmp_path: Path) -> None:
         assert ran.returncode == 0, (command, ran.stderr[-2000:])
     shown_pools = subprocess.run(shlex.split(commands[0]), capture_output=True, check=True)
     assert "v5e-256-pretrain" in orjson.loads(shown_pools.stdout)
+
+    # The history the demo leaves gives the same figures on every surface.
+    config = parse_config((tmp_path / "megamon.json").read_bytes(), "megamon.json")
+    last_scrape = (tmp_path / LAST_SCRAPE).read_text()
+    check_history(
+        tmp_path / "megamon-data",
+        scrape_time(last_scrape),
+        metrics=last_scrape,
+        cycle_ns=int(config.AggregationIntervalSeconds * 10**9),
+    )
 
 
 def test_each_run_starts_a_fresh_history_unless_kept(tmp_path: Path) -> None:
@@ -160,6 +172,8 @@ def test_the_demo_scenario_ends_with_the_readme_table(tmp_path: Path) -> None:
     assert main([*argv, "--kind", "nodepool", "--now", now, "-o", str(out)]) == 0
     [pool] = [r for r in orjson.loads(out.read_bytes())["resources"] if r["key"] == "v6e-64-eval"]
     assert (pool["interruptionCount"], pool["state"], pool["live"]) == (0, "expected-down", False)
+    # Every surface gives the same figures for the history the demo leaves.
+    check_history(replayed.history, scrape_time(replayed.scrape), metrics=replayed.scrape)
 
 
 def test_a_failed_resource_reads_failed_as_in_megamon_report() -> None:

@@ -3,6 +3,7 @@ a directory, a bucket (the emulator) and through a configuration file."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,21 @@ def test_json_reports_every_resource_live_and_archived(
     )
     job = resources["team/train"]
     assert (job["kind"], job["key"], job["start"]) == ("jobset", "js-1", "2026-06-01T01:00:00Z")
+
+
+def test_the_log_alone_reports_the_retired_resources_too(
+    events_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A copy of the segments without ``archive/`` and the event files (what an engine over
+    the log has) still reports np-old, retired, with its figures; with ``archive/`` back, once."""
+    everything = run_json(capsys, "--events-dir", str(events_dir))["resources"]
+    log_only = events_dir.parent / "log-only"
+    shutil.copytree(
+        events_dir / "log", log_only / "log", ignore=shutil.ignore_patterns("snapshots")
+    )
+    assert run_json(capsys, "--events-dir", str(log_only))["resources"] == everything
+    shutil.copytree(events_dir / "archive", log_only / "archive")
+    assert run_json(capsys, "--events-dir", str(log_only))["resources"] == everything
 
 
 def test_provisioning_is_summarizes(events_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,13 +10,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config
 
 from internal.fakegke import FakeGke
 from internal.fakekube.fakekube import FakeKube
-from test.observing.scenarios.world import World
+from test.crosssurface import PASSED, check_history, dump_store
+from test.observing.scenarios.world import World, Written
 
 REAL_CLUSTER_ENV = "MEGAMON_TEST_KUBECONFIG"
 
@@ -39,9 +41,32 @@ def kube_api(tmp_path: Path) -> Iterator[Any]:
         api.close()
 
 
+def check_histories(world: World, scratch: Path) -> None:
+    """The cross-surface check (``test.crosssurface``) on each history the scenario's
+    megamons wrote, as the last one on it left it."""
+    last: dict[int, Written] = {}
+    for written in world.histories:
+        last[id(written.store)] = written
+    for n, written in enumerate(last.values()):
+        root = dump_store(written.store, scratch / f"history-{n}")
+        config = None
+        if written.described:
+            config = scratch / f"config-{n}.json"
+            kinds = [d.model_dump(exclude_defaults=True) for d in written.described]
+            config.write_bytes(orjson.dumps({"WorkloadKinds": kinds}))
+        check_history(
+            root,
+            written.now,
+            metrics=written.metrics,
+            cycle_ns=written.cycle_ns,
+            config=config,
+        )
+
+
 @pytest.fixture
-def world(kube_api: Any) -> Iterator[World]:
-    """A fresh namespace (on a real cluster; the emulator starts empty) and GKE emulator."""
+def world(kube_api: Any, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
+    """A fresh namespace (on a real cluster; the emulator starts empty) and GKE emulator;
+    at the end, the cross-surface check on every history it left."""
     real = bool(os.environ.get(REAL_CLUSTER_ENV))
     namespace = f"megamon-test-{uuid.uuid4().hex[:8]}"
     core = k8s.CoreV1Api(kube_api)
@@ -50,6 +75,8 @@ def world(kube_api: Any) -> Iterator[World]:
     with FakeGke() as gke:
         w = World(api=kube_api, gke=gke, namespace=namespace)
         yield w
+    if request.node.stash.get(PASSED, False):
+        check_histories(w, tmp_path / "histories")
     if real:
         for name in w.created_nodes:
             core.delete_node(name)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes import client as k8s
+from prometheus_client import CollectorRegistry
 
 from internal.fakegke import FakeGke, tpu_node_pool
 from megamon.app import required_kinds
@@ -27,6 +28,8 @@ from megamon.observing.cluster import WorkloadObservers
 from megamon.observing.common import Settings
 from megamon.observing.owners import SliceOwners
 from megamon.publishing.joblabels import JobLabeler
+from megamon.publishing.metrics import exposition
+from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 from megamon.recording.eventlog import UNOBSERVED_SLACK_NS, EventLog
 from megamon.sources.gke.lister import GkeNodePoolLister, make_client
 from megamon.sources.kube.cluster import KubeCluster
@@ -47,12 +50,26 @@ HOLDER = "scenario-megamon"
 """The writer lease's holder name of every ``Megamon`` here."""
 
 
+@dataclass(frozen=True)
+class Written:
+    """A history a megamon wrote, as it stood when that megamon stopped: its store, the
+    ``/metrics`` text of its last report and that report's ``now``."""
+
+    store: EventStore
+    metrics: str | None
+    now: int
+    cycle_ns: int
+    described: tuple[KindDescription, ...]
+
+
 @dataclass
 class World:
     api: Any
     gke: FakeGke
     namespace: str
     created_nodes: list[str] = field(default_factory=list)
+    histories: list[Written] = field(default_factory=list)
+    """What each megamon left when it stopped, for the cross-surface check (conftest)."""
 
     def __post_init__(self) -> None:
         # Every GKE cluster has a CPU pool; megamon must list it and ignore it.
@@ -391,6 +408,9 @@ class Megamon:
             ConfigMapRef(Namespace=world.namespace, Name="megamon-slice-owner-map"),
             OWNER_MAP_KEY,
         )
+        self.world = world
+        self.described = tuple(described)
+        self.cycle_ns = int(aggregation_s * 10**9)
         self.store = store or MemoryEventStore()
         assembly = ReportAssembly(kinds, self.store, unobserved_slack_ns=UNOBSERVED_SLACK_NS)
         self.aggregator = Aggregator(
@@ -432,4 +452,30 @@ class Megamon:
         raise AssertionError(f"report never satisfied the check; last: {report}")
 
     def stop(self) -> None:
+        """Stop as ``megamon run`` stops (the history flushed and snapshotted, the writer
+        lease released), and leave the history and the last scrape to the world."""
         self.cluster.stop()
+        self.aggregator.stop()
+        report = self.aggregator.latest_report()
+        self.world.histories.append(
+            Written(
+                self.store,
+                scrape(report, self.described) if report is not None else None,
+                report.generated_at if report is not None else time.time_ns(),
+                self.cycle_ns,
+                self.described,
+            )
+        )
+
+
+def scrape(report: Report, described: Sequence[KindDescription] = ()) -> str:
+    """What ``/metrics`` serves for ``report``: the collector ``megamon run`` registers."""
+    registry = CollectorRegistry(auto_describe=False)
+    collector = ReportCollector(
+        "megamon",
+        lambda: report,
+        build=BuildInfo("test", "test", "test"),
+        described=[description.kind for description in described],
+    )
+    registry.register(collector)
+    return exposition.generate_latest(registry).decode()
