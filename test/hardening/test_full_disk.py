@@ -18,12 +18,13 @@ from prometheus_client import CollectorRegistry
 from megamon.domain.kinds import Kind
 from megamon.loops.aggregator import UNWRITABLE_SECONDS, Aggregator, Intervals
 from megamon.observing.common import Settings
-from megamon.recording.eventlog import EventLog
+from megamon.recording.eventlog import UNOBSERVED_SLACK_NS, EventLog
 from megamon.sources.gke.lister import StaticNodePoolLister
 from megamon.sources.kube.cluster import StaticCluster
 from megamon.sources.kube.snapshot import ClusterSnapshot
 from megamon.stores import local
 from megamon.stores.local import LocalEventStore
+from megamon.summary.assembly import ReportAssembly
 from megamon.telemetry import Instruments
 from test.loops.test_aggregator import POOL, T0, Clock, tpu_node
 
@@ -52,13 +53,18 @@ def test_a_full_disk_is_counted_and_fails_readiness_after_the_window(
     disk, clock, registry = Disk(monkeypatch), Clock(), CollectorRegistry()
     monotonic = [0.0]
     instruments = Instruments("megamon", registry, KINDS)
+    store = LocalEventStore(tmp_path, instruments=instruments)
+    assembly = ReportAssembly(KINDS, store, unobserved_slack_ns=UNOBSERVED_SLACK_NS)
     aggregator = Aggregator(
         event_log=EventLog(
-            LocalEventStore(tmp_path, instruments=instruments),
+            store,
             KINDS,
             clock=clock,
             instruments=instruments,
+            on_retired=assembly.retired,
+            monotonic=lambda: int(monotonic[0] * S),  # the lease is timed on it
         ),
+        assembly=assembly,
         cluster=StaticCluster(ClusterSnapshot(nodes={"n": tpu_node("n", "np")}), T0),
         pools=StaticNodePoolLister([POOL]),
         kinds=KINDS,
