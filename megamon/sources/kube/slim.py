@@ -55,6 +55,8 @@ class _Condition(msgspec.Struct, omit_defaults=True):
 
 class _NodeStatus(msgspec.Struct, omit_defaults=True):
     conditions: list[_Condition] | None = None
+    allocatable: Any = None
+    """The whole map (a handful of quantities): the projection reads ``google.com/tpu``."""
 
 
 class SlimNode(msgspec.Struct, omit_defaults=True):
