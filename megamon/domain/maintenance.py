@@ -13,7 +13,6 @@ pool's attributes (``NodePoolAttrs``), so it reaches the event log and the repor
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Final
 
 from megamon.domain.timestamps import NANOS_PER_SECOND
@@ -39,16 +38,6 @@ def parse_scheduled(value: object) -> int:
         return MALFORMED
     seconds = int(value)
     return seconds if 0 < seconds < MAX_SECONDS else MALFORMED
-
-
-def earliest(times: Iterable[int]) -> int:
-    """The earliest announced time of a set of nodes (``NOT_SCHEDULED`` when none is):
-    the moment the first of them, and so the pool, will be interrupted."""
-    found = NOT_SCHEDULED
-    for at in times:
-        if at > 0 and (found == NOT_SCHEDULED or at < found):
-            found = at
-    return found
 
 
 def windows_within(scheduled_s: int, now: int) -> tuple[str, ...]:

@@ -59,6 +59,9 @@ class NodePoolAttrs(Attrs):
     """Unix seconds of the earliest ``scheduled-maintenance-time`` among the pool's nodes."""
     maintenance_announced: int = Field(0, alias="maintenanceAnnouncedTime")
     """Unix seconds when megamon first saw that announcement (the lead time starts there)."""
+    maintenance_jobset: str = Field("", alias="maintenanceJobSet")
+    """``namespace/name`` of the JobSet the TPU provisioner created the pool for (its nodes'
+    provisioner labels), when a maintenance is announced: the JobSet it will interrupt."""
 
 
 class Observation(BaseModel):

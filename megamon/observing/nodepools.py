@@ -184,6 +184,7 @@ def _observation(  # noqa: PLR0917 - called with the reuse key spread out
     signals: NodeSignals | None = None,
     allocatable: int | None = None,
     announced: tuple[int, int] | None = None,
+    jobset: str = "",
 ) -> Observation:
     return Observation.build(
         expected=expected,
@@ -201,6 +202,7 @@ def _observation(  # noqa: PLR0917 - called with the reuse key spread out
             spot=pool.spot,
             scheduled_maintenance=announced[0] if announced else 0,
             maintenance_announced=announced[1] if announced else 0,
+            maintenance_jobset=jobset if announced else "",
         ),
         cause=_cause(pool, expected, signals),
         tpu_chips_allocatable=allocatable,
@@ -303,7 +305,7 @@ def _observe(
                 result.problems.append(_malformed(pool.name, counts.malformed))
             inputs = (
                 *(pool, topology, expected, ready, unknown, accelerator, settings, signals),
-                *(counts.allocatable, found),
+                *(counts.allocatable, found, _jobset(members) if found else ""),
             )
             built = reuse(pool.name, inputs, partial(_observation, *inputs))
             result.observations[pool.name] = built
@@ -320,6 +322,14 @@ def _observe(
             )
         )
     return result, frozenset(short), announcing
+
+
+def _jobset(members: list[NodeView]) -> str:
+    """The JobSet the TPU provisioner created the pool for, as its nodes' labels name it."""
+    for node in members:
+        if node.jobset_name:
+            return f"{node.jobset_namespace}/{node.jobset_name}"
+    return ""
 
 
 def _malformed(pool: str, nodes: int) -> Problem:

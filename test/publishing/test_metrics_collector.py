@@ -440,9 +440,10 @@ def test_every_metric_is_documented() -> None:
     collector = ReportCollector("megamon", lambda: None, build=BUILD)
     described = {family.name for family in collector.describe()}
     nodepool_series = {name for name in described if name.startswith("megamon_nodepool_")}
-    assert len(described) == 6 + len(Kind) * len(
-        nodepool_series - {"megamon_nodepool_job_scheduled"}
-    ) + len({"megamon_jobset_restarts"} & described)
+    pools_only = {"megamon_nodepool_job_scheduled", "megamon_nodepool_tpu_chips_allocatable"}
+    assert len(described) == 9 + 1 + len(Kind) * len(nodepool_series - pools_only) + len(
+        {"megamon_jobset_restarts"} & described
+    )
     for name in sorted(described):
         if name == "megamon_jobset_restarts":
             assert f"\n{name}{{" in docs, f"no example of {name}"
