@@ -13,7 +13,7 @@ from collections.abc import Callable
 from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 
-from megamon.domain import maintenance
+from megamon.domain import interruptions, maintenance
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, NodePoolAttrs
 from megamon.domain.reports import Report
@@ -49,8 +49,8 @@ def scheduled(prefix: str, report: Report) -> list[Metric]:
     jobsets: dict[str, set[str]] = {w: set() for w in windows}
     for obs in pools:
         attrs = obs.attrs
-        if not isinstance(attrs, NodePoolAttrs):
-            continue
+        if not isinstance(attrs, NodePoolAttrs) or obs.reason == interruptions.MAINTENANCE:
+            continue  # no announcement, or the maintenance has begun: it is no longer ahead
         for window in maintenance.windows_within(attrs.scheduled_maintenance, report.generated_at):
             chips[window, attrs.tpu_accelerator] += attrs.tpu_chip_count
             counted[window, attrs.tpu_accelerator] += 1
