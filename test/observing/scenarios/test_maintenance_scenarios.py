@@ -12,12 +12,15 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import CollectorRegistry
 
-from megamon.domain import interruptions, labels
+from megamon.cli import report_format, report_html
+from megamon.cli.report import read_resources
+from megamon.domain import interruptions, labels, timestamps
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import NodePoolAttrs, Observation
 from megamon.domain.reports import Report
 from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 from megamon.recording.loading import load_kind
+from megamon.summary.availability import AvailabilityReport, Window, availability_report
 from test.observing.scenarios.world import Megamon, World
 
 S = 10**9
@@ -25,10 +28,10 @@ V5E = "tpu-v5-lite-podslice"
 
 
 class Clock:
-    """megamon's clock: it moves only when the test says."""
+    """megamon's clock: it moves only when the test says; on a whole second, as GKE's label."""
 
     def __init__(self) -> None:
-        self.now = time.time_ns()
+        self.now = time.time_ns() // S * S
 
     def __call__(self) -> int:
         return self.now
@@ -90,6 +93,18 @@ def test_an_announced_maintenance_counts_in_its_windows_and_its_lead_time_when_i
     assert recorded["scheduledMaintenanceTime"] == in_3h
     assert recorded["maintenanceAnnouncedTime"] == clock.now // S
 
+    # megamon report, on the history megamon wrote, names it beside "down now".
+    assert megamon.aggregator.persist_once()
+    scheduled = history_report(megamon, clock.now)
+    (entry,) = report_format.report_dict(scheduled)["maintenanceScheduled"]
+    assert (entry["kind"], entry["name"], entry["jobset"]) == ("nodepool", "np", "")
+    assert entry["at"] == timestamps.format_ns(in_3h * S)
+    assert entry["text"].startswith("nodepool np maintenance in 3h")
+    assert "Maintenance scheduled:\n  nodepool np maintenance in 3h" in (
+        report_format.render_table(scheduled)
+    )
+    assert 'id="maintenance-scheduled"' in report_html.render_html(scheduled)
+
     # Three hours later GKE begins the maintenance and drops the announcement.
     clock.now += 3 * 3600 * S
     world.patch_node(
@@ -111,12 +126,19 @@ def test_an_announced_maintenance_counts_in_its_windows_and_its_lead_time_when_i
     announced = {"announced": "true", "tpu_accelerator": V5E, "tpu_topology": "2x4"}
     name = "megamon_nodepool_maintenance_lead_time_seconds"
     assert registry.get_sample_value(f"{name}_count", announced) == 1.0
-    lead = registry.get_sample_value(f"{name}_sum", announced)
-    assert lead is not None
-    assert 3 * 3600 <= lead < 3 * 3600 + 1  # first seen at the start of its second
+    assert registry.get_sample_value(f"{name}_sum", announced) == 3 * 3600.0
     assert registry.get_sample_value(f"{name}_count", {**announced, "announced": "false"}) is None
     at = {"within": "24h", "tpu_accelerator": V5E}
     assert registry.get_sample_value("megamon_maintenance_scheduled_chips", at) == 0.0
+    assert megamon.aggregator.persist_once()  # begun: down now, no longer scheduled
+    document = report_format.report_dict(history_report(megamon, clock.now))
+    assert document["maintenanceScheduled"] == []
+    assert [d["reason"] for d in document["downNow"]] == [interruptions.MAINTENANCE]
+
+
+def history_report(megamon: Megamon, now: int) -> AvailabilityReport:
+    resources = list(read_resources(megamon.store, [Kind.NODEPOOL], {}, now))
+    return availability_report(resources, Window(now=now, since=None))
 
 
 def test_allocatable_chips_equal_the_topologys_until_a_node_reports_none(
