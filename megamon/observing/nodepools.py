@@ -56,6 +56,8 @@ class _Counts:
     """The earliest announced maintenance (Unix seconds), ``maintenance.NOT_SCHEDULED``."""
     malformed: int
     """Nodes whose ``scheduled-maintenance-time`` holds no time."""
+    in_maintenance: bool
+    """Whether GKE says a maintenance has begun on one of the nodes."""
 
 
 def _count(nodes: list[NodeView], now: int, settings: Settings) -> tuple[int, int]:
@@ -68,6 +70,7 @@ def _tally(nodes: list[NodeView], now: int, settings: Settings) -> _Counts:
     """Ready and unknown nodes, allocatable chips, announced maintenance: a plain loop, as
     it runs over every node of the fleet."""
     ready = unknown = malformed = 0
+    in_maintenance = False
     allocatable: int | None = None
     scheduled = maintenance.NOT_SCHEDULED
     grace = settings.grace_ns
@@ -85,7 +88,9 @@ def _tally(nodes: list[NodeView], now: int, settings: Settings) -> _Counts:
                 malformed += 1
             elif scheduled == maintenance.NOT_SCHEDULED or at < scheduled:
                 scheduled = at
-    return _Counts(ready, unknown, allocatable, scheduled, malformed)
+        if node.maintenance:
+            in_maintenance = True
+    return _Counts(ready, unknown, allocatable, scheduled, malformed, in_maintenance)
 
 
 Announced = Mapping[str, tuple[int, int]]
@@ -93,17 +98,17 @@ Announced = Mapping[str, tuple[int, int]]
 
 
 def announcement(
-    previous: tuple[int, int] | None, scheduled: int, now: int, *, down: bool
+    previous: tuple[int, int] | None, scheduled: int, now: int, *, keep: bool
 ) -> tuple[int, int] | None:
     """A pool's announcement this cycle: the time its nodes announce and since when megamon
-    has seen that time (a new time starts anew); a down pool keeps the one its nodes stopped
-    announcing (GKE may drop the label as the maintenance begins, which is when the lead time
-    is measured). None when there is none."""
+    has seen that time (a new time starts anew); a pool down or in maintenance (``keep``)
+    keeps the one its nodes stopped announcing (GKE may drop the label as the maintenance
+    begins, which is when the lead time is measured). None when there is none."""
     if scheduled > 0:
         if previous is not None and previous[0] == scheduled:
             return previous
         return (scheduled, now // NANOS_PER_SECOND)
-    return previous if down else None
+    return previous if keep else None
 
 
 def _signals(nodes: list[NodeView], now: int, settings: Settings) -> NodeSignals:
@@ -297,7 +302,10 @@ def _observe(
             if not expected_down and down:
                 signals = _signals(members, now, settings)  # why it is down
             found = announcement(
-                announced.get(pool.name), counts.scheduled, now, down=down or expected_down
+                announced.get(pool.name),
+                counts.scheduled,
+                now,
+                keep=down or expected_down or counts.in_maintenance,
             )
             if found is not None:
                 announcing[pool.name] = found
