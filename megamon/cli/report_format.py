@@ -36,6 +36,7 @@ from megamon.summary.losses import (
     kind_losses,
     worst_resources,
 )
+from megamon.summary.maintenance import Scheduled, maintenance_scheduled
 
 T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
@@ -257,6 +258,19 @@ def _shown(char: str) -> str:
     return char
 
 
+def scheduled_line(scheduled: Scheduled, now: int) -> str:
+    """``nodepool np maintenance in 2h 59m (2026-12-02T00:00:00Z), JobSet ml/train``; a time
+    past is "due since"."""
+    r = scheduled.figures.resource
+    when = timestamps.format_ns(scheduled.at)
+    if scheduled.at >= now:
+        ahead = f"in {duration_text(scheduled.at - now)} ({when})"
+    else:
+        ahead = f"due since {duration_text(now - scheduled.at)} ({when})"
+    jobset = f", JobSet {scheduled.jobset}" if scheduled.jobset else ""
+    return f"{r.kind.value} {r.name} maintenance {ahead}{jobset}"
+
+
 def text_table(columns: Sequence[Column[T]], rows: Sequence[T]) -> list[str]:
     """Aligned lines: a header and one line per row, columns two spaces apart; every cell
     ``printable``, so a name from the cluster cannot break the table."""
@@ -350,6 +364,10 @@ def render_table(report: AvailabilityReport) -> str:
     if down:
         lines += ["", "Down now after an interruption:"]
         lines += [f"  {printable(down_now_line(d, report.window.now))}" for d in down]
+    scheduled = maintenance_scheduled(report.resources)
+    if scheduled:
+        lines += ["", "Maintenance scheduled:"]
+        lines += [f"  {printable(scheduled_line(s, report.window.now))}" for s in scheduled]
     return "\n".join(lines) + "\n"
 
 
@@ -462,6 +480,9 @@ def report_dict(report: AvailabilityReport) -> dict[str, Any]:
         "aggregates": [aggregate_dict(a) for a in report.aggregates],
         "chips": [chip_dict(c) for c in chip_figures(report.resources)],
         "downNow": [down_dict(d, report.window.now) for d in down_now(report.resources)],
+        "maintenanceScheduled": [
+            scheduled_dict(s, report.window.now) for s in maintenance_scheduled(report.resources)
+        ],
     }
 
 
@@ -511,4 +532,17 @@ def down_dict(down: DownNow, now: int) -> dict[str, Any]:
         "reason": down.reason,
         "detail": r.detail,
         "text": down_now_line(down, now),
+    }
+
+
+def scheduled_dict(scheduled: Scheduled, now: int) -> dict[str, Any]:
+    r = scheduled.figures.resource
+    return {
+        "kind": r.kind.value,
+        "key": r.key,
+        "name": r.name,
+        "at": _time(scheduled.at),
+        "announcedAt": _time(scheduled.announced) if scheduled.announced else None,
+        "jobset": scheduled.jobset,
+        "text": scheduled_line(scheduled, now),
     }

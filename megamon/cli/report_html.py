@@ -40,6 +40,7 @@ from megamon.cli.report_format import (
     percent_text,
     provisioning_text,
     reason_counts_text,
+    scheduled_line,
     state_text,
 )
 from megamon.domain import timestamps
@@ -62,6 +63,7 @@ from megamon.summary.losses import (
     recovery_times,
     worst_resources,
 )
+from megamon.summary.maintenance import maintenance_scheduled
 
 TIMELINE_UNITS = 500
 """Width of a timeline in SVG user units: its drawing resolution."""
@@ -440,6 +442,16 @@ def down_now_section(report: AvailabilityReport) -> str:
     return f'<h2>Down now after an interruption</h2><ul id="down-now">{items}</ul>'
 
 
+def maintenance_section(report: AvailabilityReport) -> str:
+    """The node pools with a host maintenance announced, soonest first ("" when none)."""
+    scheduled = maintenance_scheduled(report.resources)
+    if not scheduled:
+        return ""
+    now = report.window.now
+    items = "".join(f"<li>{_e(scheduled_line(s, now))}</li>" for s in scheduled)
+    return f'<h2>Maintenance scheduled</h2><ul id="maintenance-scheduled">{items}</ul>'
+
+
 # (header, right-aligned, cell) of the resource rows, left of the timeline.
 _CELL_COLUMNS: tuple[Column[ResourceAvailability], ...] = (
     Column("STATE", state_text),
@@ -675,6 +687,7 @@ def render_html(report: AvailabilityReport) -> str:
         body = (
             headline_section(report)
             + down_now_section(report)
+            + maintenance_section(report)
             + distributions_section(report)
             + worst_section(report)
             + '<h2 id="timelines">Timelines</h2>'

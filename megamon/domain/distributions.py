@@ -21,11 +21,16 @@ BUCKETS_S: Final = (
 TIME_TO_RECOVER: Final = "time_to_recover_seconds"
 TIME_BETWEEN_INTERRUPTIONS: Final = "time_between_interruptions_seconds"
 PROVISIONING: Final = "provisioning_seconds"
-MEASURES: Final = (TIME_TO_RECOVER, TIME_BETWEEN_INTERRUPTIONS, PROVISIONING)
+MAINTENANCE_LEAD_TIME: Final = "maintenance_lead_time_seconds"
+"""How long before a ``maintenance`` interruption megamon saw it announced; its label is
+``announced`` (``true``, or ``false`` with 0 s)."""
+MEASURES: Final = (TIME_TO_RECOVER, TIME_BETWEEN_INTERRUPTIONS, PROVISIONING, MAINTENANCE_LEAD_TIME)
 """The metric suffixes: ``megamon_<kind>_<measure>``."""
 
 PROVISIONING_SUCCESS: Final = "success"
 PROVISIONING_FAILED: Final = "failed"
+ANNOUNCED: Final = "true"
+NOT_ANNOUNCED: Final = "false"
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,12 @@ ACTIVE_NODE_MAINTENANCE = "cloud.google.com/active-node-maintenance"
 MAINTENANCE_ONGOING = "ONGOING"
 TAINT_MAINTENANCE_WINDOW_STARTED = "cloud.google.com/maintenance-window-started"
 TAINT_IMPENDING_NODE_TERMINATION = "cloud.google.com/impending-node-termination"
+SCHEDULED_MAINTENANCE_TIME = "cloud.google.com/scheduled-maintenance-time"
+"""When a host maintenance will interrupt the node: Unix seconds, as a string."""
+
+# Node status.
+RESOURCE_TPU = "google.com/tpu"
+"""The extended resource of TPU chips in ``status.allocatable``."""
 
 # Pod labels.
 JOB_NAME = "batch.kubernetes.io/job-name"

@@ -49,6 +49,21 @@ class WorkloadAttrs(Attrs):
     workload_uid: str = Field("", alias="workloadUID")
 
 
+class NodePoolAttrs(Attrs):
+    """A node pool's attrs with the maintenance GKE announced on its nodes
+    (``megamon.domain.maintenance``): recorded in the event log with the pool's other
+    attributes, so the report reads them from history. A subclass, so that ``Attrs`` — the
+    report JSON's attribute keys — stays the Go megamon's; 0 means none."""
+
+    scheduled_maintenance: int = Field(0, alias="scheduledMaintenanceTime")
+    """Unix seconds of the earliest ``scheduled-maintenance-time`` among the pool's nodes."""
+    maintenance_announced: int = Field(0, alias="maintenanceAnnouncedTime")
+    """Unix seconds when megamon first saw that announcement (the lead time starts there)."""
+    maintenance_jobset: str = Field("", alias="maintenanceJobSet")
+    """``namespace/name`` of the JobSet the TPU provisioner created the pool for (its nodes'
+    provisioner labels), when a maintenance is announced: the JobSet it will interrupt."""
+
+
 class Observation(BaseModel):
     """Counts and state of one resource; ``up`` is derived from them by ``build``."""
 
@@ -70,6 +85,10 @@ class Observation(BaseModel):
     restarts: int | None = None
     """How many times the resource restarted, where its kind reads it (JobSet
     ``status.restarts``); not in the report JSON, published as ``megamon_<kind>_restarts``."""
+    tpu_chips_allocatable: int | None = None
+    """The TPU chips the resource's nodes report allocatable (``status.allocatable``), where
+    the kind reads them (node pools); not in the report JSON, published as
+    ``megamon_nodepool_tpu_chips_allocatable``."""
     down_since: int = 0
     """Nanoseconds since the epoch when a down began that earlier cycles held back, waiting
     for GKE to say why (a node pool whose nodes vanished: ``megamon.observing.deletions``);
@@ -97,6 +116,7 @@ class Observation(BaseModel):
         cause: Cause = NO_CAUSE,
         surplus: int = 0,
         exact: bool = False,
+        tpu_chips_allocatable: int | None = None,
     ) -> Observation:
         """An observation whose ``up`` follows the upness rule; expected-down is never up.
 
@@ -120,4 +140,5 @@ class Observation(BaseModel):
             reason_detail=cause.detail,
             restarts=restarts,
             surplus=surplus,
+            tpu_chips_allocatable=tpu_chips_allocatable,
         )

@@ -66,6 +66,9 @@ class PoolLedger:
 
     shown: Mapping[str, Observation] = field(default_factory=dict)
     held: Mapping[str, Held] = field(default_factory=dict)
+    announced: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    """Per pool, the maintenance its nodes announce and when megamon first saw it, both in
+    Unix seconds (``megamon.observing.nodepools``)."""
 
 
 def _held(
@@ -149,4 +152,4 @@ def confirm(
     for name, previous in ledger.shown.items():
         if name not in listed:
             result[name] = _closing(previous, ledger.held.get(name))
-    return result, PoolLedger(shown=shown, held=held)
+    return result, PoolLedger(shown=shown, held=held, announced=ledger.announced)

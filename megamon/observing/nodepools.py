@@ -12,16 +12,18 @@ it is being deleted (``megamon.observing.deletions``).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from functools import partial
 
-from megamon.domain import interruptions
+from megamon.domain import interruptions, labels, maintenance
 from megamon.domain.interruptions import NodeSignals
 from megamon.domain.kinds import Kind
-from megamon.domain.observations import Attrs, Observation
+from megamon.domain.observations import NodePoolAttrs, Observation
 from megamon.domain.rules import tpu
 from megamon.domain.rules.readiness import CONDITION_UNKNOWN, Readiness, node_readiness
 from megamon.domain.rules.upness import is_up, surplus
+from megamon.domain.timestamps import NANOS_PER_SECOND
 from megamon.errors import ObservationError
 from megamon.observing.common import (
     REASON_UNKNOWN_NODEPOOL,
@@ -42,9 +44,35 @@ from megamon.sources.gke.views import (
 from megamon.sources.kube.projections import NodeView
 
 
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    """What one pass over a pool's nodes counts."""
+
+    ready: int
+    unknown: int
+    allocatable: int | None
+    """Σ allocatable TPU chips; None when no node reports any."""
+    scheduled: int
+    """The earliest announced maintenance (Unix seconds), ``maintenance.NOT_SCHEDULED``."""
+    malformed: int
+    """Nodes whose ``scheduled-maintenance-time`` holds no time."""
+    in_maintenance: bool
+    """Whether GKE says a maintenance has begun on one of the nodes."""
+
+
 def _count(nodes: list[NodeView], now: int, settings: Settings) -> tuple[int, int]:
-    """(ready, unknown) nodes: a plain loop, as it runs over every node of the fleet."""
-    ready = unknown = 0
+    """(ready, unknown) nodes (the nodes of a JobSet are counted so too)."""
+    counts = _tally(nodes, now, settings)
+    return counts.ready, counts.unknown
+
+
+def _tally(nodes: list[NodeView], now: int, settings: Settings) -> _Counts:
+    """Ready and unknown nodes, allocatable chips, announced maintenance: a plain loop, as
+    it runs over every node of the fleet."""
+    ready = unknown = malformed = 0
+    in_maintenance = False
+    allocatable: int | None = None
+    scheduled = maintenance.NOT_SCHEDULED
     grace = settings.grace_ns
     for node in nodes:
         state = node_readiness(node.ready_status, node.ready_since_ns, now, grace)
@@ -52,7 +80,35 @@ def _count(nodes: list[NodeView], now: int, settings: Settings) -> tuple[int, in
             ready += 1
         elif state is Readiness.UNKNOWN:
             unknown += 1
-    return ready, unknown
+        if node.tpu_allocatable is not None:
+            allocatable = node.tpu_allocatable + (allocatable or 0)
+        at = node.scheduled_maintenance
+        if at != maintenance.NOT_SCHEDULED:
+            if at == maintenance.MALFORMED:
+                malformed += 1
+            elif scheduled == maintenance.NOT_SCHEDULED or at < scheduled:
+                scheduled = at
+        if node.maintenance:
+            in_maintenance = True
+    return _Counts(ready, unknown, allocatable, scheduled, malformed, in_maintenance)
+
+
+Announced = Mapping[str, tuple[int, int]]
+"""Per pool: (announced maintenance, when first seen), both in Unix seconds."""
+
+
+def announcement(
+    previous: tuple[int, int] | None, scheduled: int, now: int, *, keep: bool
+) -> tuple[int, int] | None:
+    """A pool's announcement this cycle: the time its nodes announce and since when megamon
+    has seen that time (a new time starts anew); a pool down or in maintenance (``keep``)
+    keeps the one its nodes stopped announcing (GKE may drop the label as the maintenance
+    begins, which is when the lead time is measured). None when there is none."""
+    if scheduled > 0:
+        if previous is not None and previous[0] == scheduled:
+            return previous
+        return (scheduled, now // NANOS_PER_SECOND)
+    return previous if keep else None
 
 
 def _signals(nodes: list[NodeView], now: int, settings: Settings) -> NodeSignals:
@@ -131,6 +187,9 @@ def _observation(  # noqa: PLR0917 - called with the reuse key spread out
     accelerator: str,
     settings: Settings,
     signals: NodeSignals | None = None,
+    allocatable: int | None = None,
+    announced: tuple[int, int] | None = None,
+    jobset: str = "",
     present: int = 0,
 ) -> Observation:
     return Observation.build(
@@ -143,14 +202,18 @@ def _observation(  # noqa: PLR0917 - called with the reuse key spread out
         status=pool.status,
         expected_down=pool.status in EXPECTED_DOWN_STATUSES,
         failed=settings.failed_provisioning and pool.status in FAILED_STATUSES,
-        attrs=Attrs(
+        attrs=NodePoolAttrs(
             nodepool_name=pool.name,
             tpu_topology=topology,
             tpu_accelerator=accelerator,
             tpu_chip_count=tpu.topology_chips(topology),
             spot=pool.spot,
+            scheduled_maintenance=announced[0] if announced else 0,
+            maintenance_announced=announced[1] if announced else 0,
+            maintenance_jobset=jobset if announced else "",
         ),
         cause=_cause(pool, expected, signals),
+        tpu_chips_allocatable=allocatable,
     )
 
 
@@ -164,7 +227,7 @@ def observe_nodepools(
     """One observation per TPU node pool, keyed by pool name; ``memo`` (the caller's, kept
     from cycle to cycle) hands back last cycle's observation of a pool whose inputs did not
     change."""
-    return _observe(pools, nodes, now, settings, memo)[0]
+    return _observe(pools, nodes, now, settings, memo, announced={})[0]
 
 
 def observe_nodepools_confirmed(
@@ -182,7 +245,9 @@ def observe_nodepools_confirmed(
     was requested) says why, and a last expected-down observation of a pool GKE no longer
     lists; and the ledger for the next cycle (``megamon.observing.deletions``)."""
     pools = list(pools)
-    observed, short = _observe(pools, nodes, now, settings, memo)
+    observed, short, announced = _observe(
+        pools, nodes, now, settings, memo, announced=ledger.announced
+    )
     observed.observations, ledger = confirm(
         observed.observations,
         short=short,
@@ -192,7 +257,7 @@ def observe_nodepools_confirmed(
         ledger=ledger,
         within_ns=settings.confirm_within_ns,
     )
-    return observed, ledger
+    return observed, replace(ledger, announced=announced)
 
 
 def _short(pool: NodePoolView, members: list[NodeView], expected: int) -> bool:
@@ -210,14 +275,17 @@ def _observe(
     now: int,
     settings: Settings,
     memo: Reuse[str, Observation] | None,
-) -> tuple[Observed, frozenset[str]]:
-    """The observations, and the pools short of nodes (``_short``)."""
+    *,
+    announced: Announced,
+) -> tuple[Observed, frozenset[str], Announced]:
+    """The observations, the pools short of nodes (``_short``), and the announcements."""
     by_pool: dict[str, list[NodeView]] = defaultdict(list)
     for node in nodes:
         if node.topology:
             by_pool[node.nodepool].append(node)
     result = Observed()
     short: set[str] = set()
+    announcing: dict[str, tuple[int, int]] = {}
     with (memo or Reuse()).call() as reuse:
         for pool in pools:
             members = by_pool.pop(pool.name, [])
@@ -231,17 +299,28 @@ def _observe(
                 if stale is not None:  # unobserved now, not gone
                     result.observations[pool.name] = stale
                 continue
-            ready, unknown = _count(members, now, settings)
+            counts = _tally(members, now, settings)
+            ready, unknown = counts.ready, counts.unknown
             accelerator = pool.accelerator or next((n.accelerator for n in members), "")
             signals = None
             expected_down = pool.status in EXPECTED_DOWN_STATUSES
             exact = settings.exact_count
-            if not expected_down and not is_up(
-                expected, ready, unknown, settings.threshold, exact=exact
-            ):
+            down = not is_up(expected, ready, unknown, settings.threshold, exact=exact)
+            if not expected_down and down:
                 signals = _signals(members, now, settings)  # why it is down
+            found = announcement(
+                announced.get(pool.name),
+                counts.scheduled,
+                now,
+                keep=down or expected_down or counts.in_maintenance,
+            )
+            if found is not None:
+                announcing[pool.name] = found
+            if counts.malformed:
+                result.problems.append(_malformed(pool.name, counts.malformed))
             inputs = (
                 *(pool, topology, expected, ready, unknown, accelerator, settings, signals),
+                *(counts.allocatable, found, _jobset(members) if found else ""),
                 len(members),
             )
             built = reuse(pool.name, inputs, partial(_observation, *inputs))
@@ -258,4 +337,23 @@ def _observe(
                 REASON_UNKNOWN_NODEPOOL,
             )
         )
-    return result, frozenset(short)
+    return result, frozenset(short), announcing
+
+
+def _jobset(members: list[NodeView]) -> str:
+    """The JobSet the TPU provisioner created the pool for, as its nodes' labels name it."""
+    for node in members:
+        if node.jobset_name:
+            return f"{node.jobset_namespace}/{node.jobset_name}"
+    return ""
+
+
+def _malformed(pool: str, nodes: int) -> Problem:
+    """Nodes whose announced maintenance is no time: ignored, the pool observed as if they
+    announced none; reported (logged once, counted) as an invalid object."""
+    return Problem(
+        Kind.NODEPOOL,
+        pool,
+        f"{nodes} node(s) have a {labels.SCHEDULED_MAINTENANCE_TIME} label that is not Unix "
+        "seconds; ignored",
+    )

@@ -7,6 +7,11 @@ histogram never goes backwards. A resource that leaves the fleet keeps its perio
 its contribution stays in the tally when its key leaves the live records, and at start the
 archived records are added once (``add_archived``).
 
+The lead time of a ``maintenance`` interruption (how long before it megamon saw the
+maintenance announced) is the exception: it needs the attributes the resource has as the
+interruption begins, which the history keeps only as its latest; so it is counted as megamon
+sees each such interruption begin (or, at start, still open), and kept from then on.
+
 The tally is incremental: records are immutable and handed back unchanged while nothing
 happens, so each cycle only resources whose record changed are re-counted (their old
 contribution taken back, the new one added).
@@ -17,7 +22,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from megamon.domain import maintenance
 from megamon.domain.distributions import (
+    ANNOUNCED,
+    MAINTENANCE_LEAD_TIME,
+    NOT_ANNOUNCED,
     PROVISIONING,
     PROVISIONING_FAILED,
     PROVISIONING_SUCCESS,
@@ -28,8 +37,8 @@ from megamon.domain.distributions import (
     Shape,
 )
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord, reason_of
-from megamon.domain.interruptions import UNKNOWN
-from megamon.domain.observations import Attrs
+from megamon.domain.interruptions import MAINTENANCE, UNKNOWN
+from megamon.domain.observations import Attrs, NodePoolAttrs
 from megamon.domain.timestamps import NANOS_PER_SECOND
 
 Period = tuple[str, str, float]
@@ -92,6 +101,25 @@ def open_interruption(record: EventRecord) -> tuple[int, str] | None:
     return ts[start], _reason(flags[start])
 
 
+def lead_period(opened: tuple[int, str], attrs: Attrs | None) -> Period | None:
+    """The lead time of an interruption that began at ``opened`` (start, reason), when it is
+    a ``maintenance`` one: how long before it megamon saw it announced on the resource's
+    nodes (``NodePoolAttrs``), else 0 s not announced; None for any other reason."""
+    start, reason = opened
+    if reason != MAINTENANCE:
+        return None
+    lead = None
+    if isinstance(attrs, NodePoolAttrs):
+        lead = maintenance.lead_time(
+            scheduled_s=attrs.scheduled_maintenance,
+            announced_ns=attrs.maintenance_announced * NANOS_PER_SECOND,
+            down_ns=start,
+        )
+    if lead is None:
+        return (MAINTENANCE_LEAD_TIME, NOT_ANNOUNCED, 0.0)
+    return (MAINTENANCE_LEAD_TIME, ANNOUNCED, lead)
+
+
 def _seconds(ns: int) -> float:
     return max(ns, 0) / NANOS_PER_SECOND
 
@@ -146,6 +174,9 @@ class DistributionTally:
     histograms: dict[SeriesKey, Histogram] = field(default_factory=dict)
     chip_seconds: dict[ChipKey, float] = field(default_factory=dict)
     """Chip-seconds down in closed interruptions (time to recover × chips), by reason."""
+    lead_times: dict[SeriesKey, Histogram] = field(default_factory=dict)
+    """Maintenance lead times, counted as interruptions begin (``lead_period``): kept apart
+    from ``histograms``, which a recount of the history rebuilds exactly."""
     _counted: dict[str, dict[str, _Counted]] = field(default_factory=dict)
     """Per kind, per key: what each live record contributes now."""
 
@@ -210,6 +241,12 @@ class DistributionTally:
                     self._apply(kind, found.shape, found.periods, -1, found.chips)
                 self._apply(kind, shape, periods, 1, chips)
             opened = open_interruption(record)
+            if opened is not None and (found is None or found.open != opened):
+                lead = lead_period(opened, obs_attrs)
+                if lead is not None:  # counted once, as the interruption begins
+                    measure, label, seconds = lead
+                    series = SeriesKey(measure, kind, shape, label)
+                    self.lead_times.setdefault(series, Histogram()).add(seconds)
             counted_kind[key] = _Counted(record, obs_attrs, shape, periods, chips, opened)
         if len(counted_kind) > len(records):
             for gone in [k for k in counted_kind if k not in records]:
@@ -229,8 +266,9 @@ class DistributionTally:
 
     def series(self) -> Iterator[tuple[SeriesKey, Histogram]]:
         """Every non-empty histogram, in a stable order."""
-        for key in sorted(self.histograms, key=_order):
-            histogram = self.histograms[key]
+        every = {**self.histograms, **self.lead_times}
+        for key in sorted(every, key=_order):
+            histogram = every[key]
             if histogram.count > 0:
                 yield key, histogram
 

@@ -166,6 +166,7 @@ def test_json_has_resources_and_aggregates_in_nanoseconds() -> None:
         "aggregates",
         "losses",
         "worst",
+        "maintenanceScheduled",
         "chips",
         "downNow",
     }

@@ -38,10 +38,18 @@ def test_realistic_nodes_project_alike() -> None:
     objects[3]["spec"]["taints"] = [{"key": "cloud.google.com/impending-node-termination"}]
     objects[4]["spec"]["unschedulable"] = True
     objects[5]["status"]["conditions"][-1]["status"] = "Unknown"
+    objects[6]["metadata"]["labels"]["cloud.google.com/scheduled-maintenance-time"] = "1780282800"
+    objects[7]["metadata"]["labels"]["cloud.google.com/scheduled-maintenance-time"] = "soon"
+    objects[8]["status"]["allocatable"]["google.com/tpu"] = "0"
+    del objects[9]["status"]["allocatable"]
     meta, items = decode_page(_page(objects, resourceVersion="42", **{"continue": "t"}), DECODE)
     slim = list(items)
     assert meta == {"resourceVersion": "42", "continue": "t"}
     assert _views(slim) == _views(objects)
+    views = _views(slim)
+    assert [v.scheduled_maintenance for v in views[6:8]] == [1_780_282_800, -1]
+    chips_per_vm = int(objects[7]["status"]["allocatable"]["google.com/tpu"])
+    assert [v.tpu_allocatable for v in views[7:10]] == [chips_per_vm, 0, None]
     assert len(orjson.dumps(slim)) < len(orjson.dumps(objects)) / 2  # the rest is skipped
 
 
@@ -57,6 +65,9 @@ def test_realistic_nodes_project_alike() -> None:
         {"metadata": {"name": "n"}, "status": {"conditions": [READY | {"lastTransitionTime": 7}]}},
         {"metadata": {"name": "n"}, "status": {"conditions": [READY | {"lastTransitionTime": ""}]}},
         {"metadata": {"name": "n"}, "status": []},
+        {"metadata": {"name": "n"}, "status": {"allocatable": "4"}},
+        {"metadata": {"name": "n"}, "status": {"allocatable": {"google.com/tpu": [4]}}},
+        {"metadata": {"name": "n", "labels": {"cloud.google.com/scheduled-maintenance-time": 5}}},
     ],
 )  # fmt: skip
 def test_a_malformed_node_is_judged_alone_as_before(bad: Any) -> None:

@@ -39,7 +39,7 @@ from megamon.domain.observations import Attrs, Observation, WorkloadAttrs
 from megamon.domain.reports import KindReport, Report
 from megamon.domain.summaries import Summary
 from megamon.domain.timestamps import NANOS_PER_SECOND
-from megamon.publishing.metrics import exposition, names
+from megamon.publishing.metrics import exposition, maintenance, names
 
 log = logging.getLogger(__name__)
 
@@ -382,6 +382,11 @@ _DISTRIBUTION_HELP = {
         "Time from the {noun}'s first observation to its first up (success) or to GKE "
         "reporting it failed (failed), from the durable history."
     ),
+    distributions.MAINTENANCE_LEAD_TIME: (
+        "Time from when megamon first saw a host maintenance announced on the {noun}'s nodes "
+        "to the maintenance interruption it announced (announced=true; 0 for announced=false), "
+        "counted as each interruption begins."
+    ),
 }
 
 
@@ -396,12 +401,15 @@ def _shape_labels(shape: Shape) -> dict[str, str]:
     return labels
 
 
+_LABEL_OF_MEASURE = {
+    distributions.PROVISIONING: names.LABEL_PROVISIONING_STATE,
+    distributions.MAINTENANCE_LEAD_TIME: names.LABEL_ANNOUNCED,
+}
+"""The label a histogram's ``SeriesKey.label`` goes under: ``reason`` unless named here."""
+
+
 def _distribution_labels(key: SeriesKey) -> dict[str, str]:
-    label_key = (
-        names.LABEL_PROVISIONING_STATE
-        if key.measure == distributions.PROVISIONING
-        else names.LABEL_REASON
-    )
+    label_key = _LABEL_OF_MEASURE.get(key.measure, names.LABEL_REASON)
     return {**_shape_labels(key.shape), label_key: key.label}
 
 
@@ -470,6 +478,7 @@ class ReportCollector:
         yield from self._freshness_families()
         yield self._scheduling_family()
         yield GaugeMetricFamily(self._suspended_name, _SUSPENDED_HELP)
+        yield from maintenance.describe(self._prefix)
         for kind in (*Kind, *self._described):
             for name, help in _kind_families(self._prefix, kind):
                 yield GaugeMetricFamily(name, help)
@@ -505,6 +514,12 @@ class ReportCollector:
             yield from self._guarded("suspended", partial(self._suspended, report))
         yield from self._guarded("distributions", partial(self._distributions, report))
         yield from self._guarded("chips", partial(self._chips, report))
+        yield from self._guarded(
+            "maintenance", partial(maintenance.scheduled, self._prefix, report)
+        )
+        if self._publishes(Kind.NODEPOOL):
+            allocatable = partial(maintenance.allocatable, self._prefix, report, attr_labels)
+            yield from self._guarded("allocatable", allocatable)
 
     def _noun(self, report: Report, kind_value: str) -> str:
         kinds = {kind.value: kind for kind in (*Kind, *self._described, *report.kinds)}

@@ -37,6 +37,8 @@ DOWN_CHIP_SECONDS: Final = "down_chip_seconds"
 CHIP_AVAILABILITY: Final = "chip_availability_ratio"
 """New in 0.2.0: the kind's availability weighted by chips, by accelerator."""
 """New in 0.2.0: ``status.restarts`` of a kind whose description reads it (JobSet)."""
+TPU_CHIPS_ALLOCATABLE: Final = "tpu_chips_allocatable"
+"""New in 0.2.0: Σ ``status.allocatable["google.com/tpu"]`` of a node pool's nodes."""
 
 # Process-wide names: <prefix>_<name>.
 NODEPOOL_JOB_SCHEDULED: Final = "nodepool_job_scheduled"
@@ -47,6 +49,12 @@ LAST_REPORT_TIMESTAMP: Final = "last_report_timestamp_seconds"
 JOBSET_SUSPENDED: Final = "jobset_suspended"
 """1 for each JobSet whose Suspended condition is true (new in 0.2.0; not in the Go megamon):
 the JobSet alerts tell a queued or paused workload from a broken one with it."""
+
+MAINTENANCE_SCHEDULED_CHIPS: Final = "maintenance_scheduled_chips"
+MAINTENANCE_SCHEDULED_NODEPOOLS: Final = "maintenance_scheduled_nodepools"
+MAINTENANCE_SCHEDULED_JOBSETS: Final = "maintenance_scheduled_jobsets"
+"""New in 0.2.0: chips, node pools and JobSets with a host maintenance announced within 1 h,
+6 h, 24 h (``within``)."""
 
 # Label keys of the resource attributes.
 LABEL_NODEPOOL_NAME: Final = "nodepool_name"
@@ -69,6 +77,10 @@ LABEL_PROVISIONING_STATE: Final = "provisioning_state"
 LABEL_REASON: Final = "reason"
 """Why a resource went down (``megamon.domain.interruptions``), on the histograms (0.2.0)."""
 LABEL_JOB_NAME: Final = "job_name"
+LABEL_WITHIN: Final = "within"
+"""``1h``, ``6h``, ``24h``: the window of the maintenance gauges (0.2.0)."""
+LABEL_ANNOUNCED: Final = "announced"
+"""``true`` or ``false``: on the maintenance lead-time histogram (0.2.0)."""
 LABEL_SOURCE: Final = "source"
 LABEL_VERSION: Final = "version"
 LABEL_COMMIT: Final = "commit"

@@ -15,6 +15,7 @@ from sys import intern
 from typing import Any
 
 from megamon.domain import interruptions, labels, timestamps
+from megamon.domain import maintenance as announcements
 from megamon.domain.descriptions import JOBSET_DESCRIPTION, LWS_DESCRIPTION, shipped
 from megamon.errors import ObservationError
 from megamon.sources.kube.described import (
@@ -104,6 +105,12 @@ class NodeView:
     """``spec.unschedulable``: the node is cordoned (drained for an upgrade, say)."""
     tpu_slice: str = ""
     """``cloud.google.com/gke-tpu-slice``: the TPU Slice the node is part of."""
+    scheduled_maintenance: int = announcements.NOT_SCHEDULED
+    """``cloud.google.com/scheduled-maintenance-time`` in Unix seconds; ``NOT_SCHEDULED``
+    without the label, ``MALFORMED`` when it holds no time (``megamon.domain.maintenance``)."""
+    tpu_allocatable: int | None = None
+    """``status.allocatable["google.com/tpu"]``: the chips the kubelet offers; None when
+    the node reports none (or no whole number)."""
 
 
 def _taint_keys(spec: Json) -> frozenset[str]:
@@ -124,6 +131,16 @@ def _maintenance(lab: dict[str, Any], taints: frozenset[str]) -> str:
     if labels.TAINT_IMPENDING_NODE_TERMINATION in taints:
         return interruptions.NODE_MAINTENANCE_TERMINATING
     return interruptions.NODE_MAINTENANCE_NONE
+
+
+def _tpu_allocatable(status: Json) -> int | None:
+    """The node's allocatable TPU chips: a Kubernetes quantity, for chips a whole number."""
+    value = _dict(status, "allocatable").get(labels.RESOURCE_TPU)
+    if type(value) is int and 0 <= value <= MAX_COUNT:
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 10:
+        return int(value)
+    return None
 
 
 def node_view(obj: Json) -> NodeView:
@@ -151,6 +168,10 @@ def node_view(obj: Json) -> NodeView:
         maintenance=_maintenance(lab, _taint_keys(spec)),
         unschedulable=spec.get("unschedulable") is True,
         tpu_slice=_shared(lab, labels.TPU_SLICE),
+        scheduled_maintenance=announcements.parse_scheduled(
+            lab.get(labels.SCHEDULED_MAINTENANCE_TIME)
+        ),
+        tpu_allocatable=_tpu_allocatable(_dict(obj, "status")),
     )
 
 

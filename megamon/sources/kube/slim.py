@@ -22,6 +22,8 @@ from typing import Any
 import msgspec
 import orjson
 
+from megamon.domain import labels
+
 Json = dict[str, Any]
 ItemDecoder = Callable[[bytes], Any]
 
@@ -53,8 +55,15 @@ class _Condition(msgspec.Struct, omit_defaults=True):
     lastTransitionTime: Any = None  # noqa: N815 - the API's name
 
 
+class _Allocatable(msgspec.Struct, omit_defaults=True):
+    """Of the node's allocatable quantities, only its TPU chips."""
+
+    tpu: Any = msgspec.field(default=None, name=labels.RESOURCE_TPU)
+
+
 class _NodeStatus(msgspec.Struct, omit_defaults=True):
     conditions: list[_Condition] | None = None
+    allocatable: _Allocatable | None = None
 
 
 class SlimNode(msgspec.Struct, omit_defaults=True):

@@ -128,6 +128,11 @@ class World:
         }
         k8s.CoreV1Api(self.api).patch_node_status(name, {"status": {"conditions": [condition]}})
 
+    def allocatable(self, name: str, tpu_chips: str) -> None:
+        """``status.allocatable["google.com/tpu"]``, as the TPU device plugin reports it."""
+        body = {"status": {"allocatable": {labels.RESOURCE_TPU: tpu_chips}}}
+        k8s.CoreV1Api(self.api).patch_node_status(name, body)
+
     def patch_node(self, name: str, body: dict[str, Any]) -> None:
         """Labels, taints or ``spec.unschedulable``, as GKE's maintenance and upgrades set them."""
         k8s.CoreV1Api(self.api).patch_node(name, body)
