@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 TIMEOUT_SECONDS = 120.0
@@ -90,16 +91,7 @@ def layout_width(page: Path, width: int, height: int = 900, browser: str | None 
     rendered (``--dump-dom`` after load), so the page measured is otherwise byte for byte the
     one users open.
     """
-    with tempfile.TemporaryDirectory(prefix="megamon-layout-") as work:
-        copy = Path(work) / page.name
-        copy.write_text(page.read_text(encoding="utf-8") + _MEASURE, encoding="utf-8")
-        dom = _run(
-            copy, "--dump-dom", f"--window-size={width},{height}", browser=browser
-        ).stdout.decode()
-    found = re.search(r'data-layout="([^"]*)"', dom)
-    if found is None:
-        raise BrowserError("the measuring script did not run")
-    layout = json.loads(html.unescape(found.group(1)))
+    layout = _measured(page, _MEASURE, "data-layout", (width, height), browser)
     if int(layout["viewport"]) != width:
         raise BrowserError(f"chromium laid out at {layout['viewport']} px, not {width}")
     return int(layout["widest"])
@@ -122,13 +114,23 @@ def element_tops(
     """Where each element with an ``id`` starts, in CSS pixels from the top of ``page`` laid
     out in a ``width`` x ``height`` window: what a reader sees without scrolling. Measured on
     a copy with a script appended, as ``layout_width`` does."""
-    with tempfile.TemporaryDirectory(prefix="megamon-tops-") as work:
+    tops = _measured(page, _TOPS, "data-tops", (width, height), browser)
+    return {key: int(value) for key, value in tops.items()}
+
+
+def _measured(
+    page: Path, script: str, attribute: str, size: tuple[int, int], browser: str | None
+) -> Any:
+    """What ``script``, appended to a copy of ``page`` and run after load in a window of
+    ``size`` (width, height), wrote as JSON into the root element's ``attribute``."""
+    width, height = size
+    with tempfile.TemporaryDirectory(prefix="megamon-measure-") as work:
         copy = Path(work) / page.name
-        copy.write_text(page.read_text(encoding="utf-8") + _TOPS, encoding="utf-8")
+        copy.write_text(page.read_text(encoding="utf-8") + script, encoding="utf-8")
         dom = _run(
             copy, "--dump-dom", f"--window-size={width},{height}", browser=browser
         ).stdout.decode()
-    found = re.search(r'data-tops="([^"]*)"', dom)
+    found = re.search(f'{attribute}="([^"]*)"', dom)
     if found is None:
         raise BrowserError("the measuring script did not run")
-    return {key: int(value) for key, value in json.loads(html.unescape(found.group(1))).items()}
+    return json.loads(html.unescape(found.group(1)))
