@@ -20,7 +20,7 @@ from kubernetes.config.config_exception import ConfigException
 from prometheus_client import CollectorRegistry
 
 from megamon import __version__
-from megamon.build import build_identity
+from megamon.build import BuildIdentity, build_identity
 from megamon.config import UNKNOWN_STAYS_UNKNOWN, Config
 from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError
@@ -96,10 +96,10 @@ def observer_settings(config: Config) -> Settings:
     )
 
 
-def build_info() -> BuildInfo:
+def build_info(identity: BuildIdentity | None = None) -> BuildInfo:
     """Version from the package; commit and date baked into the image's environment, or
     the checkout's own (``megamon.build``)."""
-    identity = build_identity()
+    identity = identity or build_identity()
     return BuildInfo(version=identity.version, commit=identity.commit, date=identity.date)
 
 
@@ -283,12 +283,13 @@ def start(config: Config) -> Service:
         instruments=instruments,
         memos=Memos(),
     )
+    identity = build_identity()  # git may answer slowly: asked once, before any thread starts
     registry.register(
         ReportCollector(
             config.metric_prefix,
             aggregator.latest_report,
             is_leader,
-            build=build_info(),
+            build=build_info(identity),
             described=[description.kind for description in config.WorkloadKinds],
             per_resource=config.PerResourceSeries,
         )
@@ -313,7 +314,7 @@ def start(config: Config) -> Service:
     aggregator.start()
     log.info(
         "megamon %s running: kinds %s, history in %s, metrics on %s",
-        build_identity().describe(),
+        identity.describe(),
         ", ".join(sorted(k.value for k in kinds)),
         aggregator.store_description(),
         metrics.url,

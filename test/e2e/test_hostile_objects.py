@@ -46,7 +46,9 @@ def test_a_malformed_jobset_is_skipped_counted_and_the_watch_lives_on(
         if k == "jobset_name"
     ] == ["train"]
     assert megamon.get(megamon.probe_port, "/readyz")[0] == 200
-    assert "replicatedJobsStatus must be a list, got int" in megamon.log()
+    megamon.wait_for(
+        lambda: "replicatedJobsStatus must be a list, got int" in megamon.log(), "the logged cause"
+    )
 
     # The watch still runs: a JobSet created afterwards, and a change of the bad one, arrive.
     later = world.jobset("later", replicas=1)
