@@ -39,8 +39,8 @@ demo: $(DEMO_STAMP)
 # leave megamon too little CPU to see the scenario's 3-second states (the clean run missed them).
 ## test: create .venv if needed, install megamon with its test extra, lint, type-check and run every test.
 test: $(STAMP) lint typecheck
-	$(BIN)/pytest --ignore=test/faults
-	$(BIN)/pytest test/faults
+	$(BIN)/pytest --ignore=test/integration/faults
+	$(BIN)/pytest test/integration/faults
 	$(MAKE) --no-print-directory floor
 
 ## floor: the exposition tests against the oldest prometheus-client pyproject.toml allows.
@@ -58,11 +58,11 @@ unit: $(STAMP)
 
 ## chaos: the fault suite with its long variants (30 s stalls).
 chaos: $(STAMP)
-	MEGAMON_CHAOS=1 $(BIN)/pytest test/faults
+	MEGAMON_CHAOS=1 $(BIN)/pytest test/integration/faults
 
 ## reliability: run the fault suite and write docs/reliability.md from its output.
 reliability: $(STAMP)
-	MEGAMON_RELIABILITY_OUT=.reliability.jsonl $(BIN)/pytest test/faults
+	MEGAMON_RELIABILITY_OUT=.reliability.jsonl $(BIN)/pytest test/integration/faults
 	$(BIN)/python -m internal.tools.reliability .reliability.jsonl > docs/reliability.md
 
 ## images: take the pictures of docs/images again, from the real report, in headless Chromium.

@@ -18,7 +18,7 @@ from kubernetes import config as kube_config
 
 from internal.fakekube.fakekube import FakeKube
 from megamon.config import parse_config
-from test.e2e.harness import MegamonProcess, value
+from test.integration.e2e.harness import MegamonProcess, value
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,7 @@ from megamon.domain.observations import Observation
 from megamon.domain.reports import Report
 from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 from megamon.recording.loading import load_kind
-from test.observing.scenarios.world import Megamon, World
+from test.integration.scenarios.world import Megamon, World
 
 FOUR_NODES = {"topology": "4x4", "machine_type": "ct5lp-hightpu-4t"}
 """A 4x4 v5e slice on 4-chip VMs: four nodes, as a JobSet of one replica × parallelism 4."""

@@ -17,7 +17,7 @@ from megamon.domain.reports import Report
 from megamon.domain.summaries import ProvisioningState
 from megamon.recording.loading import load_kind
 from megamon.stores.memory import MemoryEventStore
-from test.observing.scenarios.world import Megamon, World
+from test.integration.scenarios.world import Megamon, World
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from megamon.domain.kinds import Kind
 from megamon.domain.reports import Report
-from test.observing.scenarios.world import Megamon, World
+from test.integration.scenarios.world import Megamon, World
 
 
 def _pool(report: Report) -> object:

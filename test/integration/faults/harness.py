@@ -29,8 +29,8 @@ from megamon.loops.leader import micro_time
 from megamon.recording.loading import load_kind
 from megamon.sources.kube.resources import JOBSETS
 from megamon.stores.gcs import GcsEventStore
-from test.e2e.harness import MegamonProcess
-from test.observing.scenarios.world import CLUSTER, LOCATION, PROJECT, World
+from test.integration.e2e.harness import MegamonProcess
+from test.integration.scenarios.world import CLUSTER, LOCATION, PROJECT, World
 
 PATH = "megamon/clusters/faults"
 S = 1_000_000_000

@@ -16,8 +16,8 @@ from megamon.domain.events import FLAG_FAILED, FLAG_UP, EventRecord
 from megamon.domain.kinds import Kind
 from megamon.recording.loading import load_kind
 from megamon.stores.gcs import GcsEventStore
-from test.e2e.harness import value
-from test.faults.harness import CYCLE_S, PATH, Rig
+from test.integration.e2e.harness import value
+from test.integration.faults.harness import CYCLE_S, PATH, Rig
 
 OWNER_MAPS = "/api/v1/namespaces/megamon-system/configmaps"
 TOLERANCE_NS = int((2 * CYCLE_S + 1.0) * 1e9)

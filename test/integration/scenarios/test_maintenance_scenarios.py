@@ -21,7 +21,7 @@ from megamon.domain.reports import Report
 from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 from megamon.recording.loading import load_kind
 from megamon.summary.availability import AvailabilityReport, Window, availability_report
-from test.observing.scenarios.world import Megamon, World
+from test.integration.scenarios.world import Megamon, World
 
 S = 10**9
 V5E = "tpu-v5-lite-podslice"

@@ -16,8 +16,8 @@ import orjson
 import pytest
 
 from megamon.domain.kinds import Kind
-from test.e2e.harness import value
-from test.faults.harness import (
+from test.integration.e2e.harness import value
+from test.integration.faults.harness import (
     CYCLE_S,
     END_S,
     PATH,

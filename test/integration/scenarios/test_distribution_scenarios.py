@@ -12,7 +12,7 @@ from megamon.domain.kinds import Kind
 from megamon.domain.reports import Report
 from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 from megamon.stores.memory import MemoryEventStore
-from test.observing.scenarios.world import Megamon, World
+from test.integration.scenarios.world import Megamon, World
 
 NAME = "megamon_nodepool_time_to_recover_seconds"
 LABELS = {"tpu_accelerator": "tpu-v5-lite-podslice", "tpu_topology": "2x4", "reason": "maintenance"}

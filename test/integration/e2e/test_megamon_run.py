@@ -21,9 +21,9 @@ from megamon.recording.loading import load_kind
 from megamon.stores.factory import gcs_client
 from megamon.stores.gcs import GcsEventStore
 from test.crosssurface import PASSED
-from test.e2e.harness import MegamonProcess, Samples, check_bucket_history, parse, value
-from test.observing.scenarios.test_described_scenarios import RAYJOB_CONFIG, rayjob_crd
-from test.observing.scenarios.world import CLUSTER, LOCATION, PROJECT, World
+from test.integration.e2e.harness import MegamonProcess, Samples, check_bucket_history, parse, value
+from test.integration.scenarios.test_described_scenarios import RAYJOB_CONFIG, rayjob_crd
+from test.integration.scenarios.world import CLUSTER, LOCATION, PROJECT, World
 from test.otlp_receiver import Receiver, attributes, otlp_receiver, pushed
 
 __all__ = ["otlp_receiver"]  # the receiver fixture

@@ -32,7 +32,7 @@ from megamon.publishing.metrics import names
 from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 from megamon.recording.loading import load_kind
 from megamon.stores.memory import MemoryEventStore
-from test.observing.scenarios.world import Megamon, World
+from test.integration.scenarios.world import Megamon, World
 
 TRAINJOB = shipped("trainjob")
 WORKLOAD = shipped("kueue-workload")

@@ -9,9 +9,9 @@ from typing import Any
 from kubernetes import client as k8s
 
 from megamon.sources.kube.resources import JOBSETS
-from test.e2e import test_megamon_run as run
-from test.e2e.harness import value
-from test.observing.scenarios.world import World
+from test.integration.e2e import test_megamon_run as run
+from test.integration.e2e.harness import value
+from test.integration.scenarios.world import World
 
 world = run.world
 start = run.start

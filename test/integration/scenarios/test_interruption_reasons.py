@@ -20,7 +20,7 @@ from megamon.domain.observations import Observation
 from megamon.domain.reports import Report
 from megamon.recording.loading import load_kind
 from megamon.summary.availability import Window, availability_report
-from test.observing.scenarios.world import Megamon, World
+from test.integration.scenarios.world import Megamon, World
 
 TWO_NODES = {"topology": "2x4", "machine_type": "ct5lp-hightpu-4t"}
 """A 2x4 v5e slice on 4-chip VMs: two nodes."""

@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 from internal.fakekube.kubeconfig import write as write_kubeconfig
-from test.e2e.harness import free_port
+from test.integration.e2e.harness import free_port
 
 EXIT_USAGE = 2
 GKE = {"ProjectID": "p", "ClusterLocation": "us-central2", "ClusterName": "c"}

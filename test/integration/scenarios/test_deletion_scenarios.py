@@ -24,7 +24,7 @@ from megamon.domain.events import UpEvent
 from megamon.domain.kinds import Kind
 from megamon.recording.loading import load_kind
 from megamon.stores.local import LocalEventStore
-from test.observing.scenarios.world import CLUSTER, LOCATION, PROJECT, Megamon, World
+from test.integration.scenarios.world import CLUSTER, LOCATION, PROJECT, Megamon, World
 
 S = 10**9
 

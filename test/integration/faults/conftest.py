@@ -12,8 +12,8 @@ import pytest
 
 from internal.gcsemu.client import make_storage_client
 from internal.gcsemu.fixtures import unique_bucket_name
-from test.e2e.harness import check_bucket_history
-from test.faults.harness import LAST_COMPARISON, History, Rig, rig, run_scenario
+from test.integration.e2e.harness import check_bucket_history
+from test.integration.faults.harness import LAST_COMPARISON, History, Rig, rig, run_scenario
 
 
 @pytest.fixture

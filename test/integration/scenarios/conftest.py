@@ -18,7 +18,7 @@ from kubernetes import config
 from internal.fakegke import FakeGke
 from internal.fakekube.fakekube import FakeKube
 from test.crosssurface import PASSED, check_history, dump_store
-from test.observing.scenarios.world import World, Written
+from test.integration.scenarios.world import World, Written
 
 REAL_CLUSTER_ENV = "MEGAMON_TEST_KUBECONFIG"
 
