@@ -13,7 +13,6 @@ reason.
 
 from __future__ import annotations
 
-import difflib
 import logging
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,10 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from megamon.domain.descriptions import WorkloadKindList
+from megamon.domain.descriptions import UNKNOWN_KEY_ERROR, WorkloadKindList
 from megamon.domain.kinds import Kind
+from megamon.domain.similar import fold as _fold
+from megamon.domain.similar import similar_key
 from megamon.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -41,8 +42,6 @@ MAX_GRACE_SECONDS = 7 * 86_400
 MAX_OTLP_TIMEOUT_SECONDS = 300
 UNKNOWN_STAYS_UNKNOWN = 0
 """``NodeUnknownGracePeriodSeconds`` 0: a node stays Unknown however long (the Go megamon)."""
-_SIMILAR_KEY_CUTOFF = 0.85
-"""How alike an unknown key must be to a known one to be taken for its typo."""
 
 
 class _Section(BaseModel):
@@ -207,11 +206,6 @@ def bucket_prefix(path: str) -> str:
     return path.removesuffix("/")
 
 
-def _fold(key: str) -> str:
-    """A key folded as Go's ``encoding/json`` compares keys (Unicode simple folding)."""
-    return key.lower().replace("\u017f", "s")
-
-
 _GO_ONLY_KEYS = frozenset({"optionalcontrollersuffix"})
 """Keys of the Go megamon's config that mean nothing here (controller-runtime names)."""
 
@@ -222,9 +216,9 @@ def _unknown_key(key: str, fields: dict[str, str], where: str, problems: list[st
     if not where and _fold(key) in _GO_ONLY_KEYS:
         log.warning("config: key %s is the Go megamon's only; ignored", key)
         return
-    close = difflib.get_close_matches(_fold(key), list(fields), n=1, cutoff=_SIMILAR_KEY_CUTOFF)
-    if close:
-        problems.append(f"unknown key {where}{key}: did you mean {where}{fields[close[0]]}?")
+    close = similar_key(key, fields.values())
+    if close is not None:
+        problems.append(f"unknown key {where}{key}: did you mean {where}{close}?")
         return
     log.warning("config: unknown key %s%s ignored", where, key)
 
@@ -266,8 +260,13 @@ def _canonical_keys(
 
 
 def _describe(error: Any) -> str:
-    """One line for one of pydantic's errors: the key, the reason, what was given."""
+    """One line for one of pydantic's errors: the key, the reason, what was given; a kind
+    description's mistyped key as the configuration's own are ("did you mean …?")."""
     key = ".".join(str(part) for part in error["loc"]) or "(top level)"
+    if error["type"] == UNKNOWN_KEY_ERROR:
+        where = key + "." if error["loc"] else ""
+        context = error["ctx"]
+        return f"unknown key {where}{context['key']}: did you mean {where}{context['close']}?"
     reason = error["msg"].removeprefix("Value error, ")
     if "input" in error and not isinstance(error["input"], dict):
         reason += f" (got {orjson.dumps(error['input'], default=str).decode()[:80]})"

@@ -1,8 +1,9 @@
 """Kind descriptions: a training workload kind declared as data, not written as code.
 
 A description says where the resource is served (group, version, resource), how to read its
-``expected`` and ``ready`` counts and its TPU shape (field paths), which conditions end it
-(completed: expected down; failed; suspended), and how its history and series are named
+``expected`` and ``ready`` counts, its TPU shape and chips (field paths), which conditions or
+field values end it (completed: expected down; failed; suspended), and how its history and
+series are named
 (the metric noun, the label keys of its name, namespace and UID, the event file). The format
 and the path syntax are documented in docs/kinds.md; ``WorkloadKinds`` in the configuration
 is a list of descriptions, or of the names of the ones shipped with megamon.
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import re
 from importlib import resources
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 from jsonpath_ng.jsonpath import Child, Fields, Index, JSONPath, Wildcard
 from jsonpath_ng.parser import parse as parse_path
@@ -29,8 +30,10 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from megamon.domain.kinds import BUILTIN_VALUES, KIND_SPECS, NOUN_PATTERN, Kind, KindSpec
+from megamon.domain.similar import similar_key
 
 SHIPPED_PACKAGE: Final = "megamon.domain.shipped_kinds"
 """Where the descriptions shipped with megamon live, one ``<name>.json`` each."""
@@ -133,8 +136,38 @@ def _path(text: str) -> str:
 FieldPath = Annotated[str, Field(min_length=1)]
 
 
+def _one_or_many(value: object) -> object:
+    """One path, or a list of them: a string alone is a list of one."""
+    return [value] if isinstance(value, str) else value
+
+
+UNKNOWN_KEY_ERROR: Final = "unknown_key"
+"""The error type of a key a description part does not have but one it has is like: the
+configuration renders it as its own mistyped keys, with the key it was meant to be."""
+
+
 class _Part(BaseModel):
     model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _similar_keys(cls, data: object) -> object:
+        """A key the part does not have but is like one it has (``anyOf``, ``Completd``) is
+        refused with the key it was meant to be; any other unknown key is refused as extra."""
+        if not isinstance(data, dict):
+            return data
+        known = [field.alias or name for name, field in cls.model_fields.items()]
+        for key in data:
+            if key in known or not isinstance(key, str):
+                continue
+            close = similar_key(key, known)
+            if close is not None:
+                raise PydanticCustomError(
+                    UNKNOWN_KEY_ERROR,
+                    "unknown key {key}: did you mean {close}?",
+                    {"key": key, "close": close},
+                )
+        return data
 
 
 class Count(_Part):
@@ -152,8 +185,8 @@ class Count(_Part):
 
     @field_validator("Path", "Times", mode="before")
     @classmethod
-    def _one_or_many(cls, value: object) -> object:
-        return [value] if isinstance(value, str) else value
+    def _many(cls, value: object) -> object:
+        return _one_or_many(value)
 
     @field_validator("Path", "Times")
     @classmethod
@@ -178,26 +211,132 @@ class Count(_Part):
         return self
 
 
-class Condition(_Part):
-    """A condition of ``status.conditions`` with ``status: "True"`` (and, if given, this
-    ``reason``: Kueue says Finished with reason Succeeded or Failed)."""
+class Match(_Part):
+    """What holds of an object for it to have ended, be ready or have been preempted: one of
 
-    Type: str = Field(min_length=1)
+    - a condition: ``status.conditions`` has an entry of ``Type`` with ``status: "True"``
+      (and, if given, this ``Reason``: Kueue says Finished with reason Succeeded or Failed);
+    - a field value: the value at ``Field`` is one of ``AnyOf``, or none of ``NoneOf`` (a
+      KubeRay RayJob ends with ``status.jobDeploymentStatus`` ``Complete`` or ``Failed`` and
+      sets no condition); a missing field reads as ``""``, a boolean as ``true``/``false``;
+    - ``All``: every one of these matches holds (``Complete`` and ``jobStatus`` ``SUCCEEDED``).
+    """
+
+    Type: str | None = None
     Reason: str | None = None
+    AnyOf: list[str] | None = None
+    NoneOf: list[str] | None = None
+    All: list[Match] | None = None
+    Field: FieldPath | None = None
+    """Last: the name ``Field`` would hide pydantic's ``Field`` in the rest of the body."""
+
+    @field_validator("Field")
+    @classmethod
+    def _field_path(cls, value: str | None) -> str | None:
+        return None if value is None else _path(value)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Match:
+        values = [key for key in ("AnyOf", "NoneOf") if getattr(self, key) is not None]
+        if self.Field is None and values:
+            raise ValueError(f"{values[0]} lists values of a field: it needs Field")
+        if self.Reason is not None and self.Type is None:
+            raise ValueError("Reason is a condition's: it needs Type")
+        given = [key for key in ("Type", "Field", "All") if getattr(self, key) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "a match is a condition (Type), a field value (Field with AnyOf or NoneOf) "
+                f"or All of several, exactly one of them (got {', '.join(given) or 'none'})"
+            )
+        if self.Type == "":
+            raise ValueError("Type: a condition type cannot be empty")
+        if self.Field is not None and len(values) != 1:
+            raise ValueError(
+                f"Field {self.Field!r} needs AnyOf or NoneOf (the values that match), one of them"
+            )
+        if self.Field is not None and not getattr(self, values[0]):
+            raise ValueError(f"{values[0]} of Field {self.Field!r} lists no value")
+        if self.All is not None and not self.All:
+            raise ValueError("All lists no match")
+        return self
+
+
+TOPOLOGY_CHIPS: Final = "topology"
+"""``ChipsPerReplica`` that makes each replica one whole slice of its selector's topology
+(the Go megamon's JobSet rule: a replicated job's replica is one slice)."""
+
+_CONTAINERS_OF: Final = "containers[*]"
+_NODE_SELECTOR: Final = "nodeSelector"
 
 
 class NodeSelectorPaths(_Part):
-    """Where the pod templates' ``nodeSelector`` maps are (``Each`` element, then ``Path``),
-    and how many slices each asks for (``Replicas``, 1 when missing)."""
+    """The pod templates: where their ``nodeSelector`` maps are (each ``Each`` element, then
+    ``Path``), how many replicas of each run (the product of the ``Replicas`` paths, each 1
+    when missing), and their TPU chips: by default Σ the ``google.com/tpu`` requests of the
+    template's containers (``Containers``; the pod spec holding ``Path`` when not given), or a
+    declared ``ChipsPerReplica`` (a number, or ``topology``: one slice per replica)."""
 
     Path: FieldPath
-    Each: FieldPath | None = None
-    Replicas: FieldPath | None = None
+    Each: list[FieldPath] | None = None
+    Replicas: list[FieldPath] = []
+    Containers: FieldPath | None = None
+    ChipsPerReplica: int | Literal["topology"] | None = None
 
-    @field_validator("Path", "Each", "Replicas")
+    @field_validator("Each", "Replicas", mode="before")
     @classmethod
-    def _paths(cls, value: str | None) -> str | None:
+    def _many(cls, value: object) -> object:
+        return _one_or_many(value)
+
+    @field_validator("ChipsPerReplica", mode="before")
+    @classmethod
+    def _declared(cls, value: object) -> object:
+        wrong = not (value is None or value == TOPOLOGY_CHIPS or type(value) is int)
+        if wrong or (type(value) is int and value < 0):
+            raise ValueError(
+                f"{value!r} is neither a number of chips (0 or more) nor {TOPOLOGY_CHIPS!r}"
+            )
+        return value
+
+    @field_validator("Path", "Containers")
+    @classmethod
+    def _one_path(cls, value: str | None) -> str | None:
         return None if value is None else _path(value)
+
+    @field_validator("Each", "Replicas")
+    @classmethod
+    def _paths(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else [_path(p) for p in value]
+
+    @model_validator(mode="after")
+    def _chips_source(self) -> NodeSelectorPaths:
+        if self.Each is not None and not self.Each:
+            raise ValueError("Each lists no path")
+        if self.Containers is not None and self.ChipsPerReplica is not None:
+            raise ValueError(
+                "Containers counts the pods' chips; ChipsPerReplica declares them: one"
+            )
+        if self.ChipsPerReplica is None and self.containers_path is None:
+            raise ValueError(
+                f"Path {self.Path!r} does not end in {_NODE_SELECTOR}: say where the pod "
+                "template's containers are (Containers) or declare ChipsPerReplica"
+            )
+        return self
+
+    @property
+    def containers_path(self) -> str | None:
+        """Where the containers whose ``google.com/tpu`` requests are counted are, read in
+        each element: ``Containers``, else beside the ``nodeSelector`` ``Path`` names (the
+        same pod spec); ``None`` when chips are declared."""
+        if self.ChipsPerReplica is not None:
+            return None
+        if self.Containers is not None:
+            return self.Containers
+        if self.Path == _NODE_SELECTOR:
+            return _CONTAINERS_OF
+        suffix = "." + _NODE_SELECTOR
+        if self.Path.endswith(suffix):
+            return self.Path.removesuffix(suffix) + "." + _CONTAINERS_OF
+        return None
 
 
 class LabelNames(_Part):
@@ -245,13 +384,13 @@ class KindDescription(_Part):
     Namespaced: bool = True
     Expected: Count
     Ready: Count
-    ReadyWhen: list[Condition] = []
-    """Conditions that must all hold for ``Ready`` to count (else ready is 0)."""
-    Completed: list[Condition] = []
-    Failed: list[Condition] = []
-    Suspended: list[Condition] = []
-    Preempted: list[Condition] = []
-    """Conditions that say a resource was preempted (Kueue's ``Evicted`` with reason
+    ReadyWhen: list[Match] = []
+    """Matches that must all hold for ``Ready`` to count (else ready is 0)."""
+    Completed: list[Match] = []
+    Failed: list[Match] = []
+    Suspended: list[Match] = []
+    Preempted: list[Match] = []
+    """Matches that say a resource was preempted (Kueue's ``Evicted`` with reason
     ``Preempted``). Not ending ones: a preempted resource is requeued and expected back, so
     it is down as an interruption, whose reason is ``preemption``."""
     NodeSelector: NodeSelectorPaths | None = None
@@ -287,8 +426,8 @@ class KindDescription(_Part):
         return self.Noun in BUILTIN_VALUES
 
     @property
-    def terminal(self) -> tuple[tuple[Condition, str], ...]:
-        """Every ending condition with what it means, in the order they are checked."""
+    def terminal(self) -> tuple[tuple[Match, str], ...]:
+        """Every ending match with what it means, in the order they are checked."""
         return (
             *((c, COMPLETED) for c in self.Completed),
             *((c, FAILED) for c in self.Failed),

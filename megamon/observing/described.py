@@ -3,7 +3,9 @@
 The same rules as the built-in JobSet observer, which is one of these: a resource that has
 ended runs nothing, whatever its last ready count says; ended by a ``Completed`` condition it
 is expected down (a planned end), by a ``Failed`` or ``Suspended`` one it is down and counts
-as an interruption. Chips are Σ replicas × chips of each pod template's TPU topology.
+as an interruption. Chips are what the projection counted from the pod templates (their
+``google.com/tpu`` requests, or a declared count per replica), or, for a kind whose replica is
+one slice (``ChipsPerReplica: topology``), Σ replicas × chips of each template's topology.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from megamon.sources.kube.described import DescribedView
 def described_attrs(view: DescribedView, fields: tuple[str, str, str]) -> Attrs:
     """The attrs of a described resource; ``fields`` hold its name, namespace and UID."""
     name, namespace, uid = fields
-    chips = sum(replicas * tpu.topology_chips(topology) for topology, replicas in view.shapes)
+    chips = view.chips
+    if chips is None:
+        chips = sum(replicas * tpu.topology_chips(top) for top, replicas in view.shapes)
     model = WorkloadAttrs if uid == WORKLOAD_UID else Attrs
     return model.model_validate(
         {
@@ -63,7 +67,7 @@ def _down(view: DescribedView, settings: Settings) -> bool:
     if view.meaning == COMPLETED:
         return False
     up = is_up(view.expected, view.ready, 0, settings.threshold, exact=settings.exact_count)
-    return bool(view.terminal) or not up
+    return bool(view.meaning) or not up
 
 
 def _cause(view: DescribedView, causes: Causes, settings: Settings) -> Cause:
@@ -71,7 +75,7 @@ def _cause(view: DescribedView, causes: Causes, settings: Settings) -> Cause:
         return NO_CAUSE
     last = causes.restarts_when_up.get(view.uid)
     restarted = view.restarts is not None and last is not None and view.restarts > last
-    pools = causes.pools_down(view) if not view.terminal else ()
+    pools = causes.pools_down(view) if not view.meaning else ()
     return workload_cause(
         meaning=view.meaning, pools_down=pools, restarted=restarted, preempted=view.preempted
     )
@@ -85,7 +89,7 @@ def described_observation(
 ) -> Observation:
     return Observation.build(
         expected=view.expected,
-        ready=0 if view.terminal else view.ready,
+        ready=0 if view.meaning else view.ready,
         threshold=settings.threshold,
         exact=settings.exact_count,
         status=view.terminal,

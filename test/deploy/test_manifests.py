@@ -68,7 +68,7 @@ FEATURE_COMPONENTS = {
     "workload-kinds": "components/workload-kinds",
 }
 
-SHIPPED_WORKLOAD_KINDS = ("trainjob", "kueue-workload")
+SHIPPED_WORKLOAD_KINDS = ("rayjob", "trainjob", "kueue-workload")
 """The described kinds components/workload-kinds grants (docs/kinds.md)."""
 
 Grant = tuple[str, str, str, str, str | None]

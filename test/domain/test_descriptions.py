@@ -73,7 +73,7 @@ def test_the_shipped_descriptions_of_the_built_in_kinds_keep_their_names() -> No
 
 
 def test_megamon_ships_trainjob_and_kueue_workload() -> None:
-    assert {"trainjob", "kueue-workload"} <= set(shipped_names())
+    assert {"trainjob", "kueue-workload", "rayjob"} <= set(shipped_names())
     config = parse_config(config_with("trainjob", "kueue-workload"), "config.json")
     kinds = [description.kind for description in config.WorkloadKinds]
     assert [k.value for k in kinds] == ["trainjob", "kueue_workload"]
@@ -123,12 +123,103 @@ def test_a_kind_read_back_without_its_description_has_no_files() -> None:
         ),
         (rayjob(Namespaced="yes"), "WorkloadKinds.0.Namespaced", "valid boolean"),
         (rayjob(Replicas=1), "WorkloadKinds.0.Replicas", "Extra inputs are not permitted"),
+        (
+            rayjob(Completed=[{"Field": "status.[[", "AnyOf": ["Complete"]}]),
+            "WorkloadKinds.0.Completed.0.Field",
+            "not a field path",
+        ),
+        (
+            rayjob(Completed=[{"Field": "status.jobDeploymentStatus"}]),
+            "WorkloadKinds.0.Completed.0",
+            "Field 'status.jobDeploymentStatus' needs AnyOf or NoneOf",
+        ),
+        (
+            rayjob(Failed=[{"Field": "status.x", "AnyOf": []}]),
+            "WorkloadKinds.0.Failed.0",
+            "AnyOf of Field 'status.x' lists no value",
+        ),
+        (
+            rayjob(Failed=[{"Type": "Failed", "Field": "status.x", "AnyOf": ["Failed"]}]),
+            "WorkloadKinds.0.Failed.0",
+            "exactly one of them (got Type, Field)",
+        ),
+        (
+            rayjob(Suspended=[{"AnyOf": ["Suspended"]}]),
+            "WorkloadKinds.0.Suspended.0",
+            "AnyOf lists values of a field: it needs Field",
+        ),
+        (
+            rayjob(Completed=[{"All": [{"Field": "status.a", "AnyOf": ["x"]}, {"Reason": "r"}]}]),
+            "WorkloadKinds.0.Completed.0.All.1",
+            "Reason is a condition's: it needs Type",
+        ),
+        (
+            rayjob(NodeSelector={"Path": "spec.selector", "Each": "spec.groups[*]"}),
+            "WorkloadKinds.0.NodeSelector",
+            "Path 'spec.selector' does not end in nodeSelector: say where the pod template's "
+            "containers are (Containers) or declare ChipsPerReplica",
+        ),
+        (
+            rayjob(NodeSelector={"Path": "nodeSelector", "ChipsPerReplica": "slices"}),
+            "WorkloadKinds.0.NodeSelector.ChipsPerReplica",
+            "'slices' is neither a number of chips (0 or more) nor 'topology'",
+        ),
+        (
+            rayjob(NodeSelector={"Path": "nodeSelector", "ChipsPerReplica": -4}),
+            "WorkloadKinds.0.NodeSelector.ChipsPerReplica",
+            "-4 is neither a number of chips (0 or more) nor 'topology'",
+        ),
     ],
 )
 def test_a_bad_description_is_refused_in_one_line(entry: object, where: str, why: str) -> None:
     message = refusal(entry)
     assert message.startswith(f"config.json: {where}: "), message
     assert why in message
+
+
+@pytest.mark.parametrize(
+    ("entry", "key", "meant"),
+    [
+        (rayjob(Completd=[]), "WorkloadKinds.0.Completd", "WorkloadKinds.0.Completed"),
+        (rayjob(noun="x"), "WorkloadKinds.0.noun", "WorkloadKinds.0.Noun"),
+        (
+            rayjob(Completed=[{"field": "status.jobDeploymentStatus", "AnyOf": ["Complete"]}]),
+            "WorkloadKinds.0.Completed.0.field",
+            "WorkloadKinds.0.Completed.0.Field",
+        ),
+        (
+            rayjob(Failed=[{"Field": "status.jobDeploymentStatus", "anyOf": ["Failed"]}]),
+            "WorkloadKinds.0.Failed.0.anyOf",
+            "WorkloadKinds.0.Failed.0.AnyOf",
+        ),
+        (
+            rayjob(ReadyWhen=[{"Field": "status.jobDeploymentStatus", "noneOf": ["Failed"]}]),
+            "WorkloadKinds.0.ReadyWhen.0.noneOf",
+            "WorkloadKinds.0.ReadyWhen.0.NoneOf",
+        ),
+        (
+            rayjob(NodeSelector={"Path": "nodeSelector", "ChipsPerReplicas": 4}),
+            "WorkloadKinds.0.NodeSelector.ChipsPerReplicas",
+            "WorkloadKinds.0.NodeSelector.ChipsPerReplica",
+        ),
+    ],
+)
+def test_a_mistyped_key_of_a_description_is_refused_with_the_key_it_was_meant_to_be(
+    entry: object, key: str, meant: str
+) -> None:
+    """As the configuration's own keys are (``EventBucketName``: did you mean …?)."""
+    assert refusal(entry) == f"config.json: unknown key {key}: did you mean {meant}?"
+
+
+def test_field_values_end_a_kind_and_make_it_ready() -> None:
+    config = parse_config(config_with("rayjob"), "config.json")
+    (description,) = config.WorkloadKinds
+    assert description.kind == Kind("rayjob") and description.ReadyWhen[0].Field is not None
+    completed, *_ = description.Completed
+    assert [part.Field for part in completed.All or []] == [
+        "status.jobDeploymentStatus",
+        "status.jobStatus",
+    ]
 
 
 def test_a_kind_is_described_once() -> None:

@@ -132,7 +132,7 @@ RAYJOB = KindDescription.model_validate(
         "NodeSelector": {
             "Each": "spec.rayClusterSpec.workerGroupSpecs[*]",
             "Path": "template.spec.nodeSelector",
-            "Replicas": "replicas",
+            "Replicas": ["replicas", "numOfHosts"],
         },
         "Labels": {"Name": "rayjob_name", "Namespace": "rayjob_namespace", "UID": "rayjob_uid"},
         "EventFile": "rayjobs.json",
@@ -144,8 +144,9 @@ def rayjob(ready: Any = 8, conditions: list[dict[str, str]] | None = None) -> di
     group = {
         "replicas": 2,
         "numOfHosts": 4,
-        "template": {"spec": {"nodeSelector": {labels.TPU_TOPOLOGY: "4x4"}}},
-    }
+        "template": {"spec": {"nodeSelector": {labels.TPU_TOPOLOGY: "4x4"}, "containers": [
+            {"name": "ray-worker", "resources": {"limits": {labels.RESOURCE_TPU: "4"}}}]}},
+    }  # fmt: skip
     return {
         "metadata": {"name": "ray", "namespace": "ml", "uid": "uid-ray"},
         "spec": {"rayClusterSpec": {"workerGroupSpecs": [group, {"replicas": 1}]}},
@@ -166,7 +167,8 @@ def test_a_kind_megamon_has_never_seen_is_observed_from_its_description() -> Non
     assert not obs.up and obs.expected == 9
     assert isinstance(obs.attrs, WorkloadAttrs)
     assert (obs.attrs.workload_name, obs.attrs.workload_namespace) == ("ray", "ml")
-    assert (obs.attrs.workload_uid, obs.attrs.tpu_chip_count) == ("uid-ray", 2 * 16)
+    # 2 replicas of 4 hosts, each pod asking for 4 chips: two 4x4 slices
+    assert (obs.attrs.workload_uid, obs.attrs.tpu_chip_count) == ("uid-ray", 2 * 4 * 4)
 
 
 def test_ready_counts_only_while_the_ready_when_conditions_hold() -> None:
@@ -272,7 +274,7 @@ def test_a_resource_that_cannot_be_observed_keeps_its_last_observation() -> None
     observer = DescribedObserver(RAYJOB)
     good = described_projection(RAYJOB)(rayjob())
     first = observer([good], Settings()).observations["uid-ray"]
-    broken = dataclasses.replace(good, shapes=(("4x", 2),))  # a topology that is no topology
+    broken = dataclasses.replace(good, shapes=(("4x", 2),), chips=None)  # no topology
     observed = observer([broken], Settings())
     assert observed.observations["uid-ray"] is first  # unobserved now, not gone
     assert [p.reason for p in observed.problems] == ["invalid"]

@@ -113,4 +113,4 @@ def test_every_kind_list_comes_from_one_registry(capsys: pytest.CaptureFixture[s
         helps.append(" ".join(capsys.readouterr().out.split()))
     for text in helps:
         assert "a built-in kind (nodepool, jobset, jobset_nodes, slice, leaderworkerset)" in text
-        assert "shipped: kueue_workload, trainjob" in text
+        assert "shipped: kueue_workload, rayjob, trainjob" in text

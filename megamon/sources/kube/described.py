@@ -1,8 +1,9 @@
 """The projection of an object of a described kind: the few values its description reads.
 
 A described kind's watch cache keeps one ``DescribedView`` per object, never the object: the
-counts, the ending condition, the merged TPU node selector and the slice shapes, evaluated
-once per change from the description's field paths (compiled once per kind). What the
+counts, the ending (a condition or a field value), the merged TPU node selector, the slice
+shapes and the chips, evaluated once per change from the description's field paths (compiled
+once per kind). What the
 observer then decides from them is pure and lives in ``megamon.observing.described``.
 """
 
@@ -15,10 +16,12 @@ from typing import Any
 
 from megamon.domain import labels
 from megamon.domain.descriptions import (
+    TOPOLOGY_CHIPS,
     CompiledPath,
-    Condition,
     Count,
     KindDescription,
+    Match,
+    NodeSelectorPaths,
     compile_path,
 )
 from megamon.errors import ObservationError
@@ -54,12 +57,18 @@ class DescribedView:
     ready: int
     """0 unless every ``ReadyWhen`` condition holds."""
     terminal: str
-    """The type of the first ending condition that holds, or ``""``."""
+    """The status of the first ending that holds: its condition's type or its field's value
+    (``""`` when none holds, or a missing field matched ``NoneOf``)."""
     meaning: str
-    """What it means: ``completed``, ``failed``, ``suspended`` (or ``""``)."""
+    """What the ending means: ``completed``, ``failed``, ``suspended``; ``""`` while the
+    resource has not ended (whether it has ended is this, never ``terminal``)."""
     tpu: TpuSelector
     shapes: tuple[tuple[str, int], ...]
     """(topology, replicas) of each pod template that asks for a TPU topology."""
+    chips: int | None = None
+    """The TPU chips the pod templates ask for (Σ replicas × their containers' requests, or
+    × the declared chips per replica); ``None`` when each replica is one slice of its
+    topology (``ChipsPerReplica: topology``): the observer counts them from ``shapes``."""
     restarts: int | None = None
     """The description's ``Restarts`` count, ``None`` when it has none."""
     preempted: bool = False
@@ -130,7 +139,7 @@ def _conditions(obj: Json) -> list[Json]:
     return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
 
 
-def _holds(condition: Json, wanted: Condition) -> bool:
+def _holds(condition: Json, wanted: Match) -> bool:
     return (
         condition.get("type") == wanted.Type
         and condition.get("status") == labels.TRUE
@@ -138,63 +147,182 @@ def _holds(condition: Json, wanted: Condition) -> bool:
     )
 
 
-def _terminal(conditions: list[Json], description: KindDescription) -> tuple[str, str]:
-    """The first condition (in the object's order) that ends the resource, and its meaning."""
-    for condition in conditions:
-        for wanted, meaning in description.terminal:
-            if _holds(condition, wanted):
-                return intern(str(condition["type"])), meaning
-    return "", ""
+def _field_text(value: Any, what: str) -> str:
+    """A field's value as ``AnyOf``/``NoneOf`` compare it: a string, a boolean as ``true`` or
+    ``false``, an integer in decimal; anything else is an error of the object."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if type(value) is int:
+        return str(value)
+    raise ObservationError(f"{what} must be a string, a boolean or an integer, got {value!r}")
+
+
+class _Matcher:
+    """One ``Match`` of a description, its field paths compiled: whether it holds of an
+    object, and with what status (the condition's type, the field's value).
+
+    Its rank orders the endings that hold at once: a condition ranks by its place in the
+    object's ``status.conditions`` (the first there wins, as for a JobSet); a field value or
+    ``All`` ranks after every condition, and then the description's order decides."""
+
+    def __init__(self, match: Match) -> None:
+        self._match = match
+        self._field = compile_path(match.Field) if match.Field is not None else None
+        self._any = frozenset(match.AnyOf or ())
+        self._none = frozenset(match.NoneOf or ())
+        self._all = [_Matcher(part) for part in match.All or ()]
+
+    def find(self, obj: Json, conditions: list[Json], where: str) -> tuple[int, str] | None:
+        """``(rank, status)`` when the match holds of ``obj``, ``None`` otherwise; the status
+        of ``All`` is its last part's (the most particular: ``SUCCEEDED``, ``STOPPED``)."""
+        if self._match.Type is not None:
+            for index, condition in enumerate(conditions):
+                if _holds(condition, self._match):
+                    return index, intern(str(condition["type"]))
+            return None
+        if self._field is not None:
+            return self._field_value(self._field, obj, where, len(conditions))
+        status = ""
+        for part in self._all:
+            found = part.find(obj, conditions, where)
+            if found is None:
+                return None
+            status = found[1]
+        return len(conditions), status
+
+    def _field_value(
+        self, path: CompiledPath, obj: Json, where: str, rank: int
+    ) -> tuple[int, str] | None:
+        what = f"{where}: {path.text}"
+        read = [_field_text(value, what) for value in _values(path, obj) if value is not None]
+        texts = read or [""]  # a missing field (Go's omitempty) reads as the empty string
+        if self._any:
+            hit = next((text for text in texts if text in self._any), None)
+            return None if hit is None else (rank, intern(hit))
+        if any(text in self._none for text in texts):
+            return None
+        return rank, intern(texts[0])
+
+    def holds(self, obj: Json, conditions: list[Json], where: str) -> bool:
+        return self.find(obj, conditions, where) is not None
+
+
+class _Endings:
+    """The ending matches of a description (completed, failed, suspended) with what each
+    means, compiled once."""
+
+    def __init__(self, description: KindDescription) -> None:
+        self._enders = [(_Matcher(m), meaning) for m, meaning in description.terminal]
+
+    def __call__(self, obj: Json, conditions: list[Json], where: str) -> tuple[str, str]:
+        """The status and meaning of the first ending that holds (``("", "")`` when none):
+        conditions in the object's order, then field values in the description's order."""
+        best: tuple[int, int, str, str] | None = None
+        for order, (matcher, meaning) in enumerate(self._enders):
+            found = matcher.find(obj, conditions, where)
+            if found is not None and (best is None or (found[0], order) < best[:2]):
+                best = (found[0], order, found[1], meaning)
+        return ("", "") if best is None else (best[2], best[3])
+
+
+def _quantity(value: Any, what: str) -> int:
+    """A whole number of chips, as a resource quantity says it (``4`` or ``"4"``)."""
+    if type(value) is int and value >= 0:
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    raise ObservationError(f"{what} must be a whole number of chips, got {value!r}")
+
+
+def _container_chips(container: Any, where: str) -> int:
+    """The ``google.com/tpu`` a container asks for: its request, else its limit (Kubernetes
+    takes an extended resource's limit as its request); 0 when it names neither."""
+    if not isinstance(container, dict):
+        raise ObservationError(f"{where}: a container must be an object")
+    resources = container.get("resources")
+    if not isinstance(resources, dict):
+        return 0
+    for part in ("requests", "limits"):
+        amounts = resources.get(part)
+        if isinstance(amounts, dict) and amounts.get(labels.RESOURCE_TPU) is not None:
+            what = f"{where}: resources.{part}.{labels.RESOURCE_TPU}"
+            return _quantity(amounts[labels.RESOURCE_TPU], what)
+    return 0
+
+
+Shapes = tuple[tuple[str, int], ...]
 
 
 class _Selectors:
     """The TPU node selector of a described object, merged as the Go megamon merges a
-    JobSet's: every pod template in order, a later one's keys winning."""
+    JobSet's: every pod template in order, a later one's keys winning; and its chips."""
 
-    def __init__(self, description: KindDescription) -> None:
-        paths = description.NodeSelector
-        self._each = compile_path(paths.Each) if paths and paths.Each else None
+    def __init__(self, paths: NodeSelectorPaths | None) -> None:
+        self._each = [compile_path(p) for p in paths.Each or ()] if paths else []
         self._selector = compile_path(paths.Path) if paths else None
-        self._replicas = compile_path(paths.Replicas) if paths and paths.Replicas else None
+        self._replicas = [compile_path(p) for p in paths.Replicas] if paths else []
+        containers = paths.containers_path if paths else None
+        self._containers = compile_path(containers) if containers is not None else None
+        declared = paths.ChipsPerReplica if paths else None
+        self._per_replica = declared if isinstance(declared, int) else None
+        self._topology = declared == TOPOLOGY_CHIPS
 
     def _elements(self, obj: Json) -> list[Any]:
-        return _values(self._each, obj) if self._each is not None else [obj]
+        if not self._each:
+            return [obj]
+        return [element for path in self._each for element in _values(path, obj)]
 
-    def __call__(self, obj: Json, where: str) -> tuple[TpuSelector, tuple[tuple[str, int], ...]]:
+    def __call__(self, obj: Json, where: str) -> tuple[TpuSelector, Shapes, int | None]:
         if self._selector is None:
-            return TpuSelector(), ()
+            return TpuSelector(), (), None
         merged: dict[str, str] = {}
         shapes = []
+        chips = 0
         for element in self._elements(obj):
-            for selector in _values(self._selector, element)[:1]:
-                if not isinstance(selector, dict):
-                    continue
+            selector = next(iter(_values(self._selector, element)), None)
+            topology = None
+            if isinstance(selector, dict):
                 merged.update({k: str(selector[k]) for k in _TPU_KEYS if k in selector})
                 topology = selector.get(labels.TPU_TOPOLOGY)
-                if topology:
-                    shapes.append((intern(str(topology)), self._replicas_of(element, obj, where)))
+            if topology:
+                shapes.append((intern(str(topology)), self._replicas_of(element, where)))
+                if self._per_replica is not None:
+                    chips += shapes[-1][1] * self._per_replica
+            if self._containers is not None:
+                per_pod = self._pod_chips(element, where)
+                chips += self._replicas_of(element, where) * per_pod if per_pod else 0
         tpu = TpuSelector(
             accelerator=intern(merged.get(labels.TPU_ACCELERATOR, "")),
             topology=intern(merged.get(labels.TPU_TOPOLOGY, "")),
             spot=merged.get(labels.SPOT) == "true",
         )
-        return tpu, tuple(shapes)
+        return tpu, tuple(shapes), None if self._topology else chips
 
-    def _replicas_of(self, element: Any, obj: Json, where: str) -> int:
-        if self._replicas is None:
-            return 1
-        for value in _values(self._replicas, element):
-            if value is not None:
-                return _count_value(value, f"{where}: replicas")
-        return 1
+    def _pod_chips(self, element: Any, where: str) -> int:
+        assert self._containers is not None
+        return sum(_container_chips(c, where) for c in _values(self._containers, element))
+
+    def _replicas_of(self, element: Any, where: str) -> int:
+        """The product of the ``Replicas`` paths read in ``element`` (each 1 when missing)."""
+        replicas = 1
+        for path in self._replicas:
+            for value in _values(path, element)[:1]:
+                if value is not None:
+                    replicas *= _count_value(value, f"{where}: replicas {path.text}")
+        return replicas
 
 
 def described_projection(description: KindDescription) -> Callable[[Json], DescribedView]:
     """The projection of one described kind's objects (paths compiled once, here)."""
     expected = _Counter(description.Expected, "expected", required=True)
     ready = _Counter(description.Ready, "ready")
-    selectors = _Selectors(description)
+    selectors = _Selectors(description.NodeSelector)
     restarts = _Counter(description.Restarts, "restarts") if description.Restarts else None
+    endings = _Endings(description)
+    ready_when = [_Matcher(m) for m in description.ReadyWhen]
+    preempted = [_Matcher(m) for m in description.Preempted]
     what = description.Noun
 
     def project(obj: Json) -> DescribedView:
@@ -202,9 +330,9 @@ def described_projection(description: KindDescription) -> Callable[[Json], Descr
         namespace = str(meta.get("namespace", ""))
         where = f"{what} {namespace}/{name}" if namespace else f"{what} {name}"
         conditions = _conditions(obj)
-        terminal, meaning = _terminal(conditions, description)
-        admitted = all(any(_holds(c, w) for c in conditions) for w in description.ReadyWhen)
-        tpu, shapes = selectors(obj, where)
+        terminal, meaning = endings(obj, conditions, where)
+        admitted = all(m.holds(obj, conditions, where) for m in ready_when)
+        tpu, shapes, chips = selectors(obj, where)
         return DescribedView(
             uid=str(meta.get("uid", "")),
             name=name,
@@ -215,8 +343,9 @@ def described_projection(description: KindDescription) -> Callable[[Json], Descr
             meaning=meaning,
             tpu=tpu,
             shapes=shapes,
+            chips=chips,
             restarts=restarts(obj, where) if restarts is not None else None,
-            preempted=any(_holds(c, w) for c in conditions for w in description.Preempted),
+            preempted=any(m.holds(obj, conditions, where) for m in preempted),
         )
 
     return project
