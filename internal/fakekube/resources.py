@@ -168,6 +168,18 @@ RESOURCES: tuple[ResourceType, ...] = (
     ),
     # The kinds megamon ships descriptions for (docs/kinds.md).
     ResourceType(
+        group="ray.io",
+        version="v1",
+        plural="rayjobs",
+        kind="RayJob",
+        namespaced=True,
+        singular="rayjob",
+        status_subresource=True,
+        status_on_create="drop",
+        tracks_generation=True,
+        custom=True,
+    ),
+    ResourceType(
         group="trainer.kubeflow.org",
         version="v1alpha1",
         plural="trainjobs",

@@ -22,7 +22,12 @@ from megamon.stores.factory import gcs_client
 from megamon.stores.gcs import GcsEventStore
 from test.crosssurface import PASSED
 from test.integration.e2e.harness import MegamonProcess, Samples, check_bucket_history, parse, value
-from test.integration.scenarios.test_described_scenarios import RAYJOB_CONFIG, rayjob_crd
+from test.integration.scenarios.test_described_scenarios import (
+    PYTORCHJOB_CONFIG,
+    pytorchjob_body,
+    pytorchjob_crd,
+    pytorchjob_status,
+)
 from test.integration.scenarios.world import CLUSTER, LOCATION, PROJECT, World
 from test.otlp_receiver import Receiver, attributes, otlp_receiver, pushed
 
@@ -328,28 +333,31 @@ def test_a_kind_declared_in_the_configuration_is_tracked_and_survives_a_restart(
 ) -> None:
     """A kind megamon ships nothing for (docs/kinds.md): its CRD created with the official
     client, declared in config.json, its series on /metrics, its history in the bucket."""
-    rayjob = parse_config(orjson.dumps({"WorkloadKinds": [RAYJOB_CONFIG]}), "c").WorkloadKinds[0]
-    k8s.ApiextensionsV1Api(world.api).create_custom_resource_definition(rayjob_crd())
-    group = {"replicas": 2, "nodeSelector": {"cloud.google.com/gke-tpu-topology": "2x4"}}
-    uid = world.described(
-        rayjob, {"name": "ray", "kind": "RayJob", "spec": {"workerGroups": [group]}}
+    declared = orjson.dumps({"WorkloadKinds": [PYTORCHJOB_CONFIG]})
+    pytorchjob = parse_config(declared, "c").WorkloadKinds[0]
+    k8s.ApiextensionsV1Api(world.api).create_custom_resource_definition(pytorchjob_crd())
+    uid = world.described(pytorchjob, pytorchjob_body("pt"))
+    world.described_status(pytorchjob, "pt", pytorchjob_status(active=2))
+    first = start(WorkloadKinds=[PYTORCHJOB_CONFIG, "trainjob"])
+    up = first.settle(lambda s: value(s, "megamon_pytorchjob_up", pytorchjob_uid=uid) == 1.0, "up")
+    # two pods on one 8-chip slice: 8 chips, not one slice each
+    assert value(up, "megamon_pytorchjob_tpu_chip_count", pytorchjob_name="pt") == 8.0
+    assert (
+        value(up, "megamon_pytorchjob_up", pytorchjob_namespace="team", tpu_topology="2x4") == 1.0
     )
-    world.described_status(rayjob, "ray", {"readyWorkers": 2})
-    first = start(WorkloadKinds=[RAYJOB_CONFIG, "trainjob"])
-    up = first.settle(lambda s: value(s, "megamon_rayjob_up", rayjob_uid=uid) == 1.0, "up")
-    assert value(up, "megamon_rayjob_tpu_chip_count", rayjob_name="ray") == 16.0
-    assert value(up, "megamon_rayjob_up", rayjob_namespace="team", tpu_topology="2x4") == 1.0
-    world.described_status(rayjob, "ray", {"readyWorkers": 1})
+    world.described_status(pytorchjob, "pt", pytorchjob_status(active=1))
     first.settle(
-        lambda s: value(s, "megamon_rayjob_interruption_count", rayjob_uid=uid) == 1.0, "down"
+        lambda s: value(s, "megamon_pytorchjob_interruption_count", pytorchjob_uid=uid) == 1.0,
+        "down",
     )
     assert "does not serve trainjobs" not in first.log(), "the emulator serves TrainJobs"
     assert first.stop() == 0
 
-    history = GcsEventStore(gcs_client("megamon-test"), gcs_bucket, PATH).read(rayjob.kind)
+    history = GcsEventStore(gcs_client("megamon-test"), gcs_bucket, PATH).read(pytorchjob.kind)
     assert uid in history.records
-    second = start(WorkloadKinds=[RAYJOB_CONFIG, "trainjob"])
+    second = start(WorkloadKinds=[PYTORCHJOB_CONFIG, "trainjob"])
     after = second.settle(
-        lambda s: value(s, "megamon_rayjob_interruption_count", rayjob_uid=uid) == 1.0, "kept"
+        lambda s: value(s, "megamon_pytorchjob_interruption_count", pytorchjob_uid=uid) == 1.0,
+        "kept",
     )
-    assert value(after, "megamon_rayjob_up", rayjob_uid=uid) == 0.0
+    assert value(after, "megamon_pytorchjob_up", pytorchjob_uid=uid) == 0.0
