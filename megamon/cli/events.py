@@ -12,7 +12,7 @@ import orjson
 
 from megamon.cli.history import (
     add_history_options,
-    described_kinds,
+    history_kinds,
     history_store,
     kinds_help,
     parse_kind,
@@ -20,7 +20,6 @@ from megamon.cli.history import (
     resolve_kind,
 )
 from megamon.codec import history as codec
-from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError
 from megamon.recording.eventlog import EventLog
 from megamon.recording.loading import load_kind
@@ -98,7 +97,7 @@ def run_compact(args: argparse.Namespace) -> int:
     """Take the writer lease, read every kind, write each snapshot that is behind the log."""
     store = history_store(args, writable=True)
     log = EventLog(store, [])
-    if not log.load([*Kind, *described_kinds(args)]):
+    if not log.load(history_kinds(args)):
         raise ConfigError(
             f"the history in {store.describe()} is being written by another process "
             "(its writer lease is held); it snapshots by itself"

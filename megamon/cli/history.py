@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from megamon.config import DEFAULT_CONFIG_PATH, Config, load_config
@@ -81,6 +82,12 @@ def described_kinds(args: argparse.Namespace) -> list[Kind]:
     return [description.kind for description in history_config(args).WorkloadKinds]
 
 
+def history_kinds(args: argparse.Namespace) -> list[Kind]:
+    """Every kind a history the options name may hold: the built-in ones, then the
+    configuration's described ones."""
+    return [*Kind, *described_kinds(args)]
+
+
 def resolve_kind(kind: Kind, args: argparse.Namespace) -> Kind:
     """``kind`` itself if built in, else the configuration's description of that noun (which
     says where its history lives); ``ConfigError`` when there is none."""
@@ -122,7 +129,7 @@ def history_store(args: argparse.Namespace, *, writable: bool = False) -> EventS
     store, reason = _named_store(args, writable)
     command = " ".join(filter(None, ("megamon", args.command, getattr(args, "action", None))))
     print(f"{command}: reading history from {where(store)} ({reason})", file=sys.stderr)
-    warning = emptiness(store, _empty_hint(args))
+    warning = emptiness(store, _empty_hint(args), history_kinds(args))
     if warning is not None:
         print(f"{command}: warning: {warning}", file=sys.stderr)
     return store
@@ -167,20 +174,23 @@ def _empty_hint(args: argparse.Namespace) -> str:
     return _NO_SOURCE_HINT
 
 
-def emptiness(store: EventStore, hint: str = _NO_SOURCE_HINT) -> str | None:
-    """A warning when ``store`` has no live event file and no archive of any kind; ``hint``
-    says what to give instead."""
+def emptiness(
+    store: EventStore, hint: str = _NO_SOURCE_HINT, kinds: Sequence[Kind] = tuple(Kind)
+) -> str | None:
+    """A warning when ``store`` has no live event file, log and archive of any of ``kinds``
+    (the built-in ones and those the configuration declares: a history of described kinds
+    alone is a history); ``hint`` says what to give instead."""
     if isinstance(store, LocalEventStore):
         directory = Path(store.describe())
         if not directory.is_dir():
             return f"{where(store)} does not exist: there is no history there"
-        if any((directory / event_file(kind)).exists() for kind in Kind):
+        if any((directory / event_file(kind)).exists() for kind in kinds):
             return None
-    elif any(store.read(kind).version is not None for kind in Kind):
+    elif any(store.read(kind).version is not None for kind in kinds):
         return None
-    if any(store.log.segments(kind) for kind in Kind):
+    if any(store.log.segments(kind) for kind in kinds):
         return None  # a history written since its last snapshot lives in its log
-    if any(store.archived_keys(kind) for kind in Kind):
+    if any(store.archived_keys(kind) for kind in kinds):
         return None
     return f"{where(store)} holds no event files: nothing has been recorded there ({hint})"
 

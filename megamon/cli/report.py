@@ -23,8 +23,8 @@ import orjson
 from megamon.cli import fleet_render, report_format, report_html
 from megamon.cli.history import (
     add_history_options,
-    described_kinds,
     history_config,
+    history_kinds,
     history_overrides,
     history_store,
     kinds_help,
@@ -179,6 +179,15 @@ def selected_kinds(kinds: list[Kind] | None) -> list[Kind]:
     return list(dict.fromkeys(kinds)) if kinds else list(Kind)
 
 
+def requested_kinds(args: argparse.Namespace) -> list[Kind]:
+    """The kinds ``--kind`` names, resolved with the configuration (a described kind's
+    history lives where its description says); every kind the history may hold without it.
+    One history or a fleet, the same kinds."""
+    if args.kind:
+        return [resolve_kind(kind, args) for kind in selected_kinds(args.kind)]
+    return history_kinds(args)
+
+
 # --- reading -----------------------------------------------------------------------------
 
 
@@ -288,7 +297,7 @@ def _run_fleet(args: argparse.Namespace, window: Window, request: FleetRequest) 
         project = history_config(args).GKE.ProjectID
         return objects_at(Location(Medium.GCS, bucket=bucket, project=project))[0]
 
-    report = run_fleet(request, selected_kinds(args.kind), window, bucket_objects)
+    report = run_fleet(request, requested_kinds(args), window, bucket_objects)
     _write(fleet_render.render(report, args.format), args.output)
     return EXIT_INCOMPLETE if report.unreadable else 0
 
@@ -303,10 +312,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_fleet(args, window, request)
     args.events_dir = args.events_dir[0] if args.events_dir else None
     store = history_store(args)
-    if args.kind:
-        kinds = [resolve_kind(kind, args) for kind in selected_kinds(args.kind)]
-    else:
-        kinds = [*Kind, *described_kinds(args)]
+    kinds = requested_kinds(args)
     resources = list(read_resources(store, kinds, read_labels(args), now))
     _write(render(availability_report(resources, window), args.format), args.output)
     return 0

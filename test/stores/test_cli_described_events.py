@@ -96,18 +96,56 @@ def test_a_kind_declared_in_the_configuration_is_read_by_every_command(
     log.close()
     assert (tmp_path / "data" / "pytorchjobs.json").exists()
     assert main(["events", "show", "pytorchjob", "--config-path", str(config)]) == 0
-    assert list(orjson.loads(capsys.readouterr().out)) == ["uid-p"]
+    shown = capsys.readouterr()
+    assert list(orjson.loads(shown.out)) == ["uid-p"]
+    assert "warning" not in shown.err, "a history of described kinds alone is a history"
     now = "2026-06-02T00:00:00Z"
     argv = ["report", "--kind", "pytorchjob", "--config-path", str(config), "--format", "json"]
     assert main([*argv, "--now", now]) == 0
-    (resource,) = orjson.loads(capsys.readouterr().out)["resources"]
+    reported = capsys.readouterr()
+    (resource,) = orjson.loads(reported.out)["resources"]
     assert (resource["kind"], resource["name"]) == ("pytorchjob", "ml/p")
+    assert "warning" not in reported.err
+    assert main(["events", "archive", "pytorchjob", "--config-path", str(config)]) == 0
+    assert orjson.loads(capsys.readouterr().out) == []
+
+
+def test_a_fleet_report_reads_a_kind_declared_in_the_configuration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Several histories (``--events-dir`` twice) and ``--kind`` of a declared kind: its rows
+    from each; without the configuration, refused in one line rather than a traceback."""
+    config = _declared(tmp_path)
+    (declared,) = parse_config(config.read_bytes(), "c").WorkloadKinds
+    dirs = []
+    for cluster in ("east", "west"):
+        log = EventLog(LocalEventStore(tmp_path / cluster), [declared.kind])
+        attrs = WorkloadAttrs(workload_name="p", workload_namespace="ml", workload_uid="u")
+        log.append({declared.kind: {"u": Observation.build(expected=1, ready=1, attrs=attrs)}}, T)
+        log.close()
+        dirs += ["--events-dir", str(tmp_path / cluster)]
+    argv = ["report", *dirs, "--kind", "pytorchjob", "--format", "json"]
+    now = ["--now", "2026-06-02T00:00:00Z", "--cache-dir", str(tmp_path / "cache")]
+    assert main([*argv, *now, "--config-path", str(config)]) == 0
+    rows = orjson.loads(capsys.readouterr().out)["resources"]
+    assert sorted((row["cluster"], row["kind"]) for row in rows) == [
+        ("east", "pytorchjob"),
+        ("west", "pytorchjob"),
+    ]
+    assert main([*argv, *now]) == 2
+    err = capsys.readouterr().err
+    assert "unknown kind 'pytorchjob'" in err and "a described kind needs --config-path" in err
+    assert err.count("\n") == 1
 
 
 def test_every_kind_list_comes_from_one_registry(capsys: pytest.CaptureFixture[str]) -> None:
     """The help of every KIND argument lists the same kinds, the built-in ones among them."""
     helps = []
-    for argv in (["events", "show", "--help"], ["report", "--help"]):
+    for argv in (
+        ["events", "show", "--help"],
+        ["events", "archive", "--help"],
+        ["report", "--help"],
+    ):
         with pytest.raises(SystemExit):
             main(argv)
         helps.append(" ".join(capsys.readouterr().out.split()))
