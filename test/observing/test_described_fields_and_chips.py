@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from megamon.domain import interruptions, labels
 from megamon.domain.descriptions import KindDescription, shipped
@@ -225,5 +227,30 @@ def test_a_kueue_workload_counts_the_chips_of_every_pod_of_a_multislice_pod_set(
 def test_the_shipped_jobset_and_lws_keep_one_slice_per_replica() -> None:
     """The Go megamon's rule for the built-in kinds: each replica is one whole slice."""
     for name in ("jobset", "leaderworkerset", "trainjob"):
-        assert shipped(name).NodeSelector is not None
-        assert shipped(name).NodeSelector.ChipsPerReplica == "topology", name  # type: ignore[union-attr]
+        selector = shipped(name).NodeSelector
+        assert selector is not None and selector.ChipsPerReplica == "topology", name
+
+
+_value = st.one_of(
+    st.none(), st.booleans(), st.integers(-2, 2), st.sampled_from(["", "Running", "Failed"])
+)
+
+
+@given(value=_value, listed=st.lists(st.sampled_from(["", "Running", "Failed", "true", "1"])))
+def test_none_of_holds_exactly_when_any_of_the_same_values_does_not(
+    value: object, listed: list[str]
+) -> None:
+    """Whatever the field holds (missing, a string, a boolean, an integer)."""
+    if not listed:
+        return
+    status: dict[str, Any] = running()
+    status["phase"] = value
+    obj = rayjob(status)
+
+    def suspended(key: str) -> bool:
+        kind = _kind(Suspended=[{"Field": "status.phase", key: listed}])
+        return observe(kind, obj).reason == interruptions.SUSPENDED
+
+    assert suspended("AnyOf") is not suspended("NoneOf")
+    read = "" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+    assert suspended("AnyOf") is (read in listed)
