@@ -41,6 +41,8 @@ LWS_DESCRIPTION: Final = "leaderworkerset"
 
 LABEL_PATTERN: Final = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 EVENT_FILE_PATTERN: Final = re.compile(r"[a-z0-9][a-z0-9._-]*\.json")
+VERSION_PATTERN: Final = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+"""An API version is a DNS label (``v1``, ``v1beta2``), as a CRD's version names are."""
 
 WORKLOAD_NAME: Final = "workload_name"
 WORKLOAD_NAMESPACE: Final = "workload_namespace"
@@ -239,7 +241,10 @@ class KindDescription(_Part):
     Noun: str
     """The metric infix (``megamon_<Noun>_up``) and the kind's name in logs and archives."""
     Group: str = Field(min_length=1)
-    Version: str = Field(min_length=1)
+    Version: list[str] = Field(min_length=1)
+    """The API versions megamon may read it at, in order of preference (newest first): it
+    watches the first one the cluster serves (discovery, at every listing). A single string
+    is one version."""
     Resource: str = Field(min_length=1)
     """The plural resource name, as in the URL: ``trainjobs``."""
     Namespaced: bool = True
@@ -264,6 +269,21 @@ class KindDescription(_Part):
     """How HELP texts name one resource (``TrainJob``); the noun when empty."""
     ReportKey: str = ""
     """The report JSON key stem (``trainJobs`` → ``trainJobsUp``); noun-based when empty."""
+
+    @field_validator("Version", mode="before")
+    @classmethod
+    def _one_version_or_many(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("Version")
+    @classmethod
+    def _versions(cls, value: list[str]) -> list[str]:
+        for version in value:
+            if not VERSION_PATTERN.fullmatch(version):
+                raise ValueError(f"{version!r} is not an API version like 'v1beta2'")
+        if len(set(value)) != len(value):
+            raise ValueError("a version is listed twice")
+        return value
 
     @field_validator("Noun")
     @classmethod

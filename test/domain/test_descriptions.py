@@ -123,12 +123,26 @@ def test_a_kind_read_back_without_its_description_has_no_files() -> None:
         ),
         (rayjob(Namespaced="yes"), "WorkloadKinds.0.Namespaced", "valid boolean"),
         (rayjob(Replicas=1), "WorkloadKinds.0.Replicas", "Extra inputs are not permitted"),
+        (rayjob(Version=[]), "WorkloadKinds.0.Version", "at least 1 item"),
+        (rayjob(Version=["v1", "V2"]), "WorkloadKinds.0.Version", "'V2' is not an API version"),
+        (rayjob(Version=["v1", "v1"]), "WorkloadKinds.0.Version", "a version is listed twice"),
+        (rayjob(Version=1), "WorkloadKinds.0.Version", "valid list"),
     ],
 )
 def test_a_bad_description_is_refused_in_one_line(entry: object, where: str, why: str) -> None:
     message = refusal(entry)
     assert message.startswith(f"config.json: {where}: "), message
     assert why in message
+
+
+def test_a_description_lists_its_versions_in_order_of_preference() -> None:
+    config = parse_config(config_with(rayjob(Version=["v2", "v1"]), "kueue-workload"), "c.json")
+    assert [d.Version for d in config.WorkloadKinds] == [["v2", "v1"], ["v1beta2", "v1beta1"]]
+
+
+def test_one_version_as_a_string_is_still_read() -> None:
+    (description,) = parse_config(config_with(rayjob(Version="v1")), "config.json").WorkloadKinds
+    assert description.Version == ["v1"]
 
 
 def test_a_kind_is_described_once() -> None:
