@@ -30,6 +30,7 @@ from pydantic import (
     model_validator,
 )
 
+from megamon.domain import interruptions
 from megamon.domain.kinds import BUILTIN_VALUES, KIND_SPECS, NOUN_PATTERN, Kind, KindSpec
 
 SHIPPED_PACKAGE: Final = "megamon.domain.shipped_kinds"
@@ -188,6 +189,21 @@ class Condition(_Part):
     Reason: str | None = None
 
 
+class Interruption(Condition):
+    """A condition that says why a resource expected back went down, and the reason megamon
+    records for it (Kueue's ``Evicted`` with reason ``NodeFailures``: ``node-lost``)."""
+
+    Means: str
+
+    @field_validator("Means")
+    @classmethod
+    def _reason(cls, value: str) -> str:
+        if value not in interruptions.NAMED_REASONS:
+            known = ", ".join(sorted(interruptions.NAMED_REASONS))
+            raise ValueError(f"{value!r} is not a reason a condition can mean (one of {known})")
+        return value
+
+
 class NodeSelectorPaths(_Part):
     """Where the pod templates' ``nodeSelector`` maps are (``Each`` element, then ``Path``),
     and how many slices each asks for (``Replicas``, 1 when missing)."""
@@ -259,6 +275,9 @@ class KindDescription(_Part):
     """Conditions that say a resource was preempted (Kueue's ``Evicted`` with reason
     ``Preempted``). Not ending ones: a preempted resource is requeued and expected back, so
     it is down as an interruption, whose reason is ``preemption``."""
+    Interrupted: list[Interruption] = []
+    """Conditions that say why a resource expected back is down, each with its reason
+    (``Means``), the first that holds winning; after ``Preempted``, before the node pools."""
     NodeSelector: NodeSelectorPaths | None = None
     Restarts: Count | None = None
     """A count of how many times the resource restarted (JobSet ``status.restarts``),
@@ -334,8 +353,9 @@ class KindDescription(_Part):
 
 
 COMPLETED: Final = "completed"
-FAILED: Final = "failed"
-SUSPENDED: Final = "suspended"
+FAILED: Final = interruptions.FAILED
+SUSPENDED: Final = interruptions.SUSPENDED
+"""What an ending condition means; a failed or suspended end is the reason of that name."""
 
 
 def shipped_names() -> list[str]:

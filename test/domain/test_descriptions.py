@@ -127,6 +127,11 @@ def test_a_kind_read_back_without_its_description_has_no_files() -> None:
         (rayjob(Version=["v1", "V2"]), "WorkloadKinds.0.Version", "'V2' is not an API version"),
         (rayjob(Version=["v1", "v1"]), "WorkloadKinds.0.Version", "a version is listed twice"),
         (rayjob(Version=1), "WorkloadKinds.0.Version", "valid list"),
+        (
+            rayjob(Interrupted=[{"Type": "Evicted", "Means": "lost"}]),
+            "WorkloadKinds.0.Interrupted.0.Means",
+            "'lost' is not a reason a condition can mean (one of node-lost, ",
+        ),
     ],
 )
 def test_a_bad_description_is_refused_in_one_line(entry: object, where: str, why: str) -> None:

@@ -64,6 +64,9 @@ class DescribedView:
     """The description's ``Restarts`` count, ``None`` when it has none."""
     preempted: bool = False
     """One of the description's ``Preempted`` conditions holds."""
+    interrupted: str = ""
+    """The reason (``Means``) of the first of the description's ``Interrupted`` conditions
+    that holds, ``""`` when none does."""
 
 
 def _values(path: CompiledPath, obj: Any) -> list[Any]:
@@ -217,6 +220,10 @@ def described_projection(description: KindDescription) -> Callable[[Json], Descr
             shapes=shapes,
             restarts=restarts(obj, where) if restarts is not None else None,
             preempted=any(_holds(c, w) for c in conditions for w in description.Preempted),
+            interrupted=next(
+                (w.Means for w in description.Interrupted if any(_holds(c, w) for c in conditions)),
+                "",
+            ),
         )
 
     return project
