@@ -42,6 +42,10 @@ LWS_DESCRIPTION: Final = "leaderworkerset"
 
 LABEL_PATTERN: Final = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 EVENT_FILE_PATTERN: Final = re.compile(r"[a-z0-9][a-z0-9._-]*\.json")
+STAGE_PATTERN: Final = re.compile(r"[a-z][a-z0-9_]{0,31}")
+"""A queueing stage is a label value: lowercase letters, digits and ``_``."""
+MAX_STAGES: Final = 4
+"""A kind's queueing stages are label values of one histogram: a few, never per resource."""
 VERSION_PATTERN: Final = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 """An API version is a DNS label (``v1``, ``v1beta2``), as a CRD's version names are."""
 
@@ -204,6 +208,21 @@ class Interruption(Condition):
         return value
 
 
+class QueueStage(Condition):
+    """A stage a queued resource reaches, when its condition holds: the time from the
+    resource's creation to the condition's ``lastTransitionTime`` is counted in the kind's
+    queueing histogram under ``until=<Until>``."""
+
+    Until: str
+
+    @field_validator("Until")
+    @classmethod
+    def _until(cls, value: str) -> str:
+        if not STAGE_PATTERN.fullmatch(value):
+            raise ValueError(f"{value!r} is not a stage name like 'admitted'")
+        return value
+
+
 class NodeSelectorPaths(_Part):
     """Where the pod templates' ``nodeSelector`` maps are (``Each`` element, then ``Path``),
     and how many slices each asks for (``Replicas``, 1 when missing)."""
@@ -278,6 +297,9 @@ class KindDescription(_Part):
     Interrupted: list[Interruption] = []
     """Conditions that say why a resource expected back is down, each with its reason
     (``Means``), the first that holds winning; after ``Preempted``, before the node pools."""
+    Queued: list[QueueStage] = Field([], max_length=MAX_STAGES)
+    """The stages whose time since creation the kind's queueing histogram counts (Kueue:
+    ``QuotaReserved`` as ``quota_reserved``, ``Admitted`` as ``admitted``)."""
     NodeSelector: NodeSelectorPaths | None = None
     Restarts: Count | None = None
     """A count of how many times the resource restarted (JobSet ``status.restarts``),

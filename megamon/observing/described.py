@@ -97,6 +97,7 @@ def described_observation(
         attrs=described_attrs(view, fields),
         restarts=view.restarts,
         cause=cause,
+        queued=view.queued,
     )
 
 

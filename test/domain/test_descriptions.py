@@ -128,6 +128,16 @@ def test_a_kind_read_back_without_its_description_has_no_files() -> None:
         (rayjob(Version=["v1", "v1"]), "WorkloadKinds.0.Version", "a version is listed twice"),
         (rayjob(Version=1), "WorkloadKinds.0.Version", "valid list"),
         (
+            rayjob(Queued=[{"Type": "Admitted", "Until": "Admitted"}]),
+            "WorkloadKinds.0.Queued.0.Until",
+            "'Admitted' is not a stage name",
+        ),
+        (
+            rayjob(Queued=[{"Type": "A", "Until": f"s{n}"} for n in range(5)]),
+            "WorkloadKinds.0.Queued",
+            "at most 4 items",
+        ),
+        (
             rayjob(Interrupted=[{"Type": "Evicted", "Means": "lost"}]),
             "WorkloadKinds.0.Interrupted.0.Means",
             "'lost' is not a reason a condition can mean (one of node-lost, ",

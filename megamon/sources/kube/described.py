@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from sys import intern
 from typing import Any
 
-from megamon.domain import labels
+from megamon.domain import labels, timestamps
 from megamon.domain.descriptions import (
     CompiledPath,
     Condition,
@@ -64,6 +64,9 @@ class DescribedView:
     """The description's ``Restarts`` count, ``None`` when it has none."""
     preempted: bool = False
     """One of the description's ``Preempted`` conditions holds."""
+    queued: tuple[tuple[str, int, int], ...] = ()
+    """(stage, created, reached) in nanoseconds of each of the description's ``Queued``
+    stages whose condition holds with a readable ``lastTransitionTime``."""
     interrupted: str = ""
     """The reason (``Means``) of the first of the description's ``Interrupted`` conditions
     that holds, ``""`` when none does."""
@@ -139,6 +142,35 @@ def _holds(condition: Json, wanted: Condition) -> bool:
         and condition.get("status") == labels.TRUE
         and (wanted.Reason is None or condition.get("reason") == wanted.Reason)
     )
+
+
+def _time(value: Any) -> int | None:
+    """Nanoseconds of an RFC 3339 timestamp; ``None`` when missing or unreadable (the stage
+    is then not counted: a queueing time is never guessed)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return timestamps.parse(value)
+    except timestamps.TimestampError:
+        return None
+
+
+def _queued(
+    meta: Json, conditions: list[Json], description: KindDescription
+) -> tuple[tuple[str, int, int], ...]:
+    if not description.Queued:
+        return ()
+    created = _time(meta.get("creationTimestamp"))
+    if created is None:
+        return ()
+    found = []
+    for stage in description.Queued:
+        for condition in conditions:
+            reached = _time(condition.get("lastTransitionTime"))
+            if _holds(condition, stage) and reached is not None:
+                found.append((stage.Until, created, reached))
+                break
+    return tuple(found)
 
 
 def _terminal(conditions: list[Json], description: KindDescription) -> tuple[str, str]:
@@ -220,6 +252,7 @@ def described_projection(description: KindDescription) -> Callable[[Json], Descr
             shapes=shapes,
             restarts=restarts(obj, where) if restarts is not None else None,
             preempted=any(_holds(c, w) for c in conditions for w in description.Preempted),
+            queued=_queued(meta, conditions, description),
             interrupted=next(
                 (w.Means for w in description.Interrupted if any(_holds(c, w) for c in conditions)),
                 "",

@@ -2,7 +2,8 @@
 versions serve them: a cluster serving ``v1beta2`` only (Kueue after ``v1beta1`` is removed),
 ``v1beta1`` only (before v0.15), and one whose served versions change while megamon is
 stopped; and the evictions Kueue requeues, each with its reason: ``NodeFailures``
-(``node-lost``), ``PodsReadyTimeout`` (``startup-timeout``), ``Preempted`` (``preemption``).
+(``node-lost``), ``PodsReadyTimeout`` (``startup-timeout``), ``Preempted`` (``preemption``);
+and the queueing histogram of the Workloads Kueue admits.
 
 These scenarios serve a version or another, which only the emulator can: they run on it
 even when ``MEGAMON_TEST_KUBECONFIG`` names a real cluster.
@@ -15,16 +16,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client as k8s
 from kubernetes import config
+from prometheus_client.parser import text_string_to_metric_families
 
 from internal.fakekube.fakekube import FakeKube
-from megamon.domain import interruptions, labels
+from megamon.domain import interruptions, labels, timestamps
 from megamon.domain.descriptions import shipped
 from megamon.domain.events import EventRecord
 from megamon.domain.reports import Report
 from megamon.recording.loading import load_kind
 from megamon.stores.memory import MemoryEventStore
-from test.integration.scenarios.world import Megamon, World
+from test.integration.scenarios.world import Megamon, World, scrape
 
 WORKLOAD = shipped("kueue-workload")
 WORKLOADS = f"{WORKLOAD.Resource}.{WORKLOAD.Group}"
@@ -196,3 +199,73 @@ def test_an_evicted_workload_is_down_with_its_reason_and_recovers_when_readmitte
         megamon.stop()
     downs = [e.reason for e in history(store)[uid].events if not e.up]
     assert downs == [interruptions.UNKNOWN, reason], "queued first, then evicted: in the history"
+
+
+def at(ns: int) -> str:
+    return timestamps.format_ns(ns)
+
+
+def queueing_samples(report: Report) -> dict[tuple[str, str], float]:
+    """The queueing histogram's samples on /metrics, keyed by (``count``, ``sum`` or
+    ``bucket<le>``; ``until``)."""
+    found: dict[tuple[str, str], float] = {}
+    for family in text_string_to_metric_families(scrape(report, [WORKLOAD])):
+        if family.name != "megamon_kueue_workload_queueing_seconds":
+            continue
+        for sample in family.samples:
+            assert sample.labels["tpu_accelerator"] == SELECTOR[labels.TPU_ACCELERATOR]
+            stage = sample.labels["until"]
+            le = sample.labels.get("le", "")
+            found[(sample.name.rsplit("_", 1)[-1] + le, stage)] = sample.value
+    return found
+
+
+def test_queueing_times_to_quota_and_admission_are_published_per_accelerator(
+    world: World, kube_api: Any, store: MemoryEventStore
+) -> None:
+    megamon = Megamon(world, store=store, described=[WORKLOAD])
+    custom = k8s.CustomObjectsApi(kube_api)
+    waits = {"fast": (20, 45), "slow": (3_600, 3_660), "queued": None}  # s to quota, admission
+    try:
+        for name, wait in waits.items():
+            world.described(WORKLOAD, workload(name))
+            if wait is None:
+                continue  # still waiting for quota: not counted
+            got = custom.get_namespaced_custom_object(
+                WORKLOAD.Group, WORKLOAD.Version[0], world.namespace, WORKLOAD.Resource, name
+            )
+            created = timestamps.parse(got["metadata"]["creationTimestamp"])
+            status = {
+                **ADMITTED,
+                "conditions": [
+                    {
+                        **condition("QuotaReserved", "QuotaReserved"),
+                        "lastTransitionTime": at(created + wait[0] * 10**9),
+                    },
+                    {
+                        **condition("Admitted", "Admitted"),
+                        "lastTransitionTime": at(created + wait[1] * 10**9),
+                    },
+                ],
+            }
+            world.described_status(WORKLOAD, name, status)
+
+        def admitted(report: Report) -> bool:
+            up = [o for o in report.kind(WORKLOAD.kind).observations.values() if o.up]
+            return len(up) == 2
+
+        found = queueing_samples(megamon.settle(admitted))
+        assert found[("count", "quota_reserved")] == found[("count", "admitted")] == 2.0
+        assert found[("sum", "quota_reserved")] == 3_620.0
+        assert found[("sum", "admitted")] == 3_705.0
+        assert found[("bucket60.0", "admitted")] == 1.0, "45 s: within a minute"
+        assert found[("bucket3600.0", "admitted")] == 1.0, "61 min: beyond the hour"
+        assert found[("bucket+Inf", "admitted")] == 2.0
+
+        world.described_status(WORKLOAD, "fast", evicted("Preempted"))
+        megamon.settle(lambda r: not admitted(r))
+        world.described_status(WORKLOAD, "fast", readmitted())
+        again = megamon.settle(admitted)
+        assert queueing_samples(again)[("count", "admitted")] == 2.0, "admitted again: once"
+    finally:
+        megamon.stop()
