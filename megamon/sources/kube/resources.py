@@ -14,7 +14,7 @@ from kubernetes.client.exceptions import ApiException
 
 from megamon.domain import labels
 from megamon.domain.descriptions import KindDescription
-from megamon.sources.kube.watching import NOT_FOUND, RawLister
+from megamon.sources.kube.watching import NOT_FOUND, Expired, RawLister
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +42,9 @@ class ServedVersionLister:
     listing: a watch, and the pages after the first, keep the listing's version.
 
     So a cluster upgraded to serve a newer version (Kueue's ``v1beta2``), or one that stopped
-    serving an older one, is read at the version it serves from the next listing on — at the
-    latest when megamon restarts — and the objects, keyed by UID, are the same resources.
+    serving an older one, is read at the version it serves from the next listing on — a
+    watch of a version no longer served lists again (``Expired``), and a restart lists anew —
+    and the objects, keyed by UID, are the same resources.
     The version chosen is logged when it is first chosen and whenever it changes."""
 
     def __init__(self, api: Any, description: KindDescription) -> None:
@@ -92,11 +93,18 @@ class ServedVersionLister:
         return found
 
     def __call__(self, **kwargs: Any) -> Any:
-        starts_listing = not kwargs.get("watch") and not kwargs.get("_continue")
+        watching = bool(kwargs.get("watch"))
         version = self.version
-        if starts_listing or version is None:
+        if (not watching and not kwargs.get("_continue")) or version is None:
             version = self._choose(kwargs.get("_request_timeout"))
-        return self._api.list_cluster_custom_object(self._group, version, self._plural, **kwargs)
+        try:
+            return self._api.list_cluster_custom_object(
+                self._group, version, self._plural, **kwargs
+            )
+        except ApiException as err:
+            if watching and err.status == NOT_FOUND:  # the version went away: list again
+                raise Expired(f"{self._noun} is no longer served at {version}") from err
+            raise
 
 
 def described_lister(api: Any, description: KindDescription) -> RawLister:

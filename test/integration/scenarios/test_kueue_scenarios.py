@@ -11,6 +11,7 @@ even when ``MEGAMON_TEST_KUBECONFIG`` names a real cluster.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,26 @@ def test_a_kueue_upgraded_while_megamon_is_stopped_goes_on_in_the_same_history(
         second.stop()
     (record,) = history(store).values()
     assert [e.up for e in record.events] == [False, True, False]
+
+
+def test_a_kueue_upgraded_while_megamon_runs_is_read_at_the_new_version(
+    fake: FakeKube, world: World, store: MemoryEventStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "megamon.sources.kube")
+    fake.serve_versions(WORKLOADS, "v1beta1")
+    megamon = Megamon(world, store=store, described=[WORKLOAD])
+    try:
+        uid = run_until_up(world, megamon, "train", "v1beta1")
+        fake.serve_versions(WORKLOADS, "v1beta2")
+        fake.drop_watches()  # the API server ends the watches of the version it removed
+        world.described_status(WORKLOAD, "train", evicted("NodeFailures"), "v1beta2")
+        down = megamon.settle(observed(uid, lambda o: not o.up))
+        assert down.kind(WORKLOAD.kind).observations[uid].reason == interruptions.NODE_LOST
+        assert reading(megamon) == "v1beta2"
+    finally:
+        megamon.stop()
+    assert "kueue_workload is no longer served at v1beta1" in caplog.text, "listed again"
+    assert "does not serve" not in caplog.text, "a version gone is no CRD missing"
 
 
 @pytest.mark.parametrize(
