@@ -166,9 +166,10 @@ def _queued(
     found = []
     for stage in description.Queued:
         for condition in conditions:
-            reached = _time(condition.get("lastTransitionTime"))
-            if _holds(condition, stage) and reached is not None:
-                found.append((stage.Until, created, reached))
+            if _holds(condition, stage):
+                reached = _time(condition.get("lastTransitionTime"))
+                if reached is not None:
+                    found.append((stage.Until, created, reached))
                 break
     return tuple(found)
 
