@@ -1,6 +1,6 @@
 """Kind descriptions: a training workload kind declared as data, not written as code.
 
-A description says where the resource is served (group, version, resource), how to read its
+A description says where the resource is served (group, versions, resource), how to read its
 ``expected`` and ``ready`` counts and its TPU shape (field paths), which conditions end it
 (completed: expected down; failed; suspended), and how its history and series are named
 (the metric noun, the label keys of its name, namespace and UID, the event file). The format
@@ -324,6 +324,13 @@ class KindDescription(_Part):
                 raise ValueError(f"{version!r} is not an API version like 'v1beta2'")
         if len(set(value)) != len(value):
             raise ValueError("a version is listed twice")
+        return value
+
+    @field_validator("Queued")
+    @classmethod
+    def _stages(cls, value: list[QueueStage]) -> list[QueueStage]:
+        if len({stage.Until for stage in value}) != len(value):
+            raise ValueError("a stage is named twice")
         return value
 
     @field_validator("Noun")

@@ -138,6 +138,11 @@ def test_a_kind_read_back_without_its_description_has_no_files() -> None:
             "at most 4 items",
         ),
         (
+            rayjob(Queued=[{"Type": "A", "Until": "s"}, {"Type": "B", "Until": "s"}]),
+            "WorkloadKinds.0.Queued",
+            "a stage is named twice",
+        ),
+        (
             rayjob(Interrupted=[{"Type": "Evicted", "Means": "lost"}]),
             "WorkloadKinds.0.Interrupted.0.Means",
             "'lost' is not a reason a condition can mean (one of node-lost, ",
