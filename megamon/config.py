@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from megamon.domain.descriptions import WorkloadKindList
+from megamon.domain.descriptions import KindDescription, WorkloadKindList
 from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError
 
@@ -265,9 +265,44 @@ def _canonical_keys(
     return result
 
 
+def _schema_keys(model: type[BaseModel]) -> frozenset[str]:
+    """Every key a model and the models inside it know (a kind description's)."""
+    schema = model.model_json_schema()
+    keys = set(schema.get("properties", {}))
+    for definition in schema.get("$defs", {}).values():
+        keys.update(definition.get("properties", {}))
+    return frozenset(keys)
+
+
+_DESCRIPTION_KEYS = _schema_keys(KindDescription)
+"""The keys of a kind description, whose keys are matched exactly: an unknown one close to
+one of them is a typo ("did you mean")."""
+
+
+def _suggestion(error: Any) -> str | None:
+    """For an unknown key of a kind description, the known key it looks like a typo of."""
+    loc = error["loc"]
+    if error["type"] != "extra_forbidden" or not loc or loc[0] != "WorkloadKinds":
+        return None
+    key = str(loc[-1])
+    if key in _DESCRIPTION_KEYS:
+        return None  # a key of another part of the description, misplaced: no guess
+    close = difflib.get_close_matches(key, sorted(_DESCRIPTION_KEYS), n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+def _ordered(errors: list[Any]) -> list[Any]:
+    """Typos first: a misspelt key also makes the key it meant missing, and the typo is
+    what to fix (``parse_config`` names the first problem)."""
+    return sorted(errors, key=lambda error: _suggestion(error) is None)
+
+
 def _describe(error: Any) -> str:
     """One line for one of pydantic's errors: the key, the reason, what was given."""
     key = ".".join(str(part) for part in error["loc"]) or "(top level)"
+    suggestion = _suggestion(error)
+    if suggestion is not None:
+        return f"{key}: unknown key: did you mean {suggestion}?"
     reason = error["msg"].removeprefix("Value error, ")
     if "input" in error and not isinstance(error["input"], dict):
         reason += f" (got {orjson.dumps(error['input'], default=str).decode()[:80]})"
@@ -295,7 +330,7 @@ def check_config(data: bytes, source: str) -> tuple[Config | None, list[str]]:
     except ConfigError as err:
         problems.append(str(err))
     except ValidationError as err:
-        problems.extend(_describe(error) for error in err.errors())
+        problems.extend(_describe(error) for error in _ordered(err.errors()))
     problems = [f"{source}: {problem}" for problem in problems]
     return (config if not problems else None), problems
 

@@ -155,6 +155,16 @@ def test_a_bad_description_is_refused_in_one_line(entry: object, where: str, why
     assert why in message
 
 
+def test_a_misspelt_key_of_a_description_is_named_with_the_key_it_looks_like() -> None:
+    entry = rayjob()
+    entry["Versions"] = entry.pop("Version")
+    assert refusal(entry) == (
+        "config.json: WorkloadKinds.0.Versions: unknown key: did you mean Version?"
+    )
+    typo = rayjob(Interrupted=[{"Type": "Evicted", "Reason": "NodeFailures", "Mean": "node-lost"}])
+    assert "Interrupted.0.Mean: unknown key: did you mean Means?" in refusal(typo)
+
+
 def test_a_description_lists_its_versions_in_order_of_preference() -> None:
     config = parse_config(config_with(rayjob(Version=["v2", "v1"]), "kueue-workload"), "c.json")
     assert [d.Version for d in config.WorkloadKinds] == [["v2", "v1"], ["v1beta2", "v1beta1"]]
