@@ -191,6 +191,12 @@ class FakeKube:
     def resource_version(self) -> str:
         return str(self.store.rv)
 
+    def serve_versions(self, resource: str, *versions: str) -> None:
+        """Serve a built-in resource (``workloads.kueue.x-k8s.io``) at these versions only,
+        from now on: an older or newer Kueue. Open watches of a version no longer served go
+        on until they end; lists and new watches of it are 404, as on a cluster."""
+        self.resources.serve_versions(resource, versions)
+
     # -- direct state manipulation (no HTTP; status written as given) ----------------------
 
     def create(self, obj: Obj) -> Obj:

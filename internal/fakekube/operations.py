@@ -21,7 +21,7 @@ from internal.fakekube.resources import CRDS_QUALIFIED, ResourceTable, ResourceT
 from internal.fakekube.routing import Route
 from internal.fakekube.selectors import ObjectFilter, SelectorError, make_filter
 from internal.fakekube.store import Store
-from internal.fakekube.strategy import require_object
+from internal.fakekube.strategy import require_object, served_as
 
 Obj = dict[str, Any]
 Query = Mapping[str, list[str]]
@@ -83,7 +83,7 @@ def list_body(rt: ResourceType, page: Page) -> bytes:
         meta["continue"] = page.continue_token
     if page.remaining is not None:
         meta["remainingItemCount"] = page.remaining
-    items: list[Obj] = page.items
+    items: list[Obj] = [served_as(rt, o) for o in page.items]
     if not rt.custom:
         items = [{k: v for k, v in o.items() if k not in _TYPE_FIELDS} for o in items]
     doc = {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": items}
@@ -112,7 +112,7 @@ class Operations:
         if rt is None:
             raise errors.route_not_found()
         if verb == "get":
-            return Reply(200, self.store.get(rt, route.namespace, str(route.name)))
+            return Reply(200, served_as(rt, self.store.get(rt, route.namespace, str(route.name))))
         if verb == "list":
             return Reply(200, self._list(rt, route, query))
         if verb == "create":

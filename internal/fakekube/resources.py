@@ -9,7 +9,7 @@ router and discovery agree on them instead of sprinkling special cases around.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -191,6 +191,20 @@ RESOURCES: tuple[ResourceType, ...] = (
         tracks_generation=True,
         custom=True,
     ),
+    # Kueue serves Workloads at v1beta2 (stored since v0.16) and v1beta1 (to be removed);
+    # the preferred version first. `ResourceTable.serve_versions` serves one of them only.
+    ResourceType(
+        group="kueue.x-k8s.io",
+        version="v1beta2",
+        plural="workloads",
+        kind="Workload",
+        namespaced=True,
+        singular="workload",
+        status_subresource=True,
+        status_on_create="drop",
+        tracks_generation=True,
+        custom=True,
+    ),
     ResourceType(
         group="kueue.x-k8s.io",
         version="v1beta1",
@@ -249,6 +263,7 @@ class ResourceTable:
         self._by_kind: dict[tuple[str, str], ResourceType] = {}
         self._by_name: dict[str, ResourceType] = {}
         self._from_crd: dict[str, list[ResourceType]] = {}
+        self._builtin = types
         for rt in types:
             self._add(rt)
 
@@ -275,11 +290,30 @@ class ResourceTable:
         """Stop serving the resource of a deleted CustomResourceDefinition."""
         with self._lock:
             for rt in self._from_crd.pop(str(crd["metadata"]["name"]), []):
-                self._by_path.pop((rt.group, rt.version, rt.plural), None)
-                self._by_kind.pop((rt.api_version, rt.kind), None)
-                for alias, found in list(self._by_name.items()):
-                    if found is rt:
-                        del self._by_name[alias]
+                self._remove(rt)
+
+    def _remove(self, rt: ResourceType) -> None:
+        self._by_path.pop((rt.group, rt.version, rt.plural), None)
+        self._by_kind.pop((rt.api_version, rt.kind), None)
+        for alias, found in list(self._by_name.items()):
+            if found is rt:
+                del self._by_name[alias]
+
+    def serve_versions(self, qualified: str, versions: Iterable[str]) -> None:
+        """Serve a built-in resource (``workloads.kueue.x-k8s.io``) at these of its versions
+        only, as a cluster whose CRD serves them: a Kueue before v1beta2, or after v1beta1
+        was removed. Its objects stay the same; each is read at the version asked for."""
+        wanted = list(versions)
+        known = [rt for rt in self._builtin if rt.qualified == qualified]
+        unknown = set(wanted) - {rt.version for rt in known}
+        if not known or unknown:
+            raise KeyError(f"{qualified} has no built-in version {sorted(unknown)}")
+        with self._lock:
+            for rt in known:
+                self._remove(rt)
+            for rt in known:  # in the table's order: the preferred version first
+                if rt.version in wanted:
+                    self._add(rt)
 
     def by_path(self, group: str, version: str, plural: str) -> ResourceType | None:
         """The resource served at `/apis/{group}/{version}/{plural}` (group "" for core)."""

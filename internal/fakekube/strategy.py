@@ -61,6 +61,15 @@ def namespace_for(rt: ResourceType, meta: Obj, path_namespace: str | None) -> st
     return str(namespace)
 
 
+def served_as(rt: ResourceType, obj: Obj) -> Obj:
+    """`obj` as read at `rt`'s version: a custom resource served at several versions keeps
+    one object, which the API server converts to the version asked for (the fields megamon
+    reads are the same in Kueue's v1beta1 and v1beta2, so only `apiVersion` changes)."""
+    if not rt.custom or obj.get("apiVersion") == rt.api_version:
+        return obj
+    return {**obj, "apiVersion": rt.api_version}
+
+
 def prepare_create(rt: ResourceType, obj: Obj, *, via_api: bool) -> None:
     """Apply the create strategy: type fields, and `.status` as the real server treats it."""
     obj["apiVersion"] = rt.api_version

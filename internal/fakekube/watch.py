@@ -27,6 +27,7 @@ from internal.fakekube.listing import key_range
 from internal.fakekube.resources import ResourceType
 from internal.fakekube.selectors import ObjectFilter
 from internal.fakekube.store import Store, parse_rv
+from internal.fakekube.strategy import served_as
 
 Obj = dict[str, Any]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
@@ -97,7 +98,7 @@ class WatchSession:
             yield _error_line(self._expired)
             return
         for obj in self._initial:
-            yield watch_line(ADDED, obj)
+            yield watch_line(ADDED, served_as(self.request.rt, obj))
         self._initial = []
         if self.request.send_initial_events and self.request.allow_bookmarks:
             yield self._bookmark({INITIAL_EVENTS_END: "true"})
@@ -147,20 +148,26 @@ class WatchSession:
         if req.namespace is not None and event.namespace != req.namespace:
             return None
         if req.keep.empty:
-            return event.line()
+            return self._line(event)
         now_matches = self._match(event.obj)
         if event.type != MODIFIED or event.prev is None:
-            return event.line() if now_matches else None
+            return self._line(event) if now_matches else None
         before = self._match(event.prev)
         if now_matches and before:
-            return event.line()
+            return self._line(event)
         if now_matches:
-            return watch_line(ADDED, event.obj)
+            return watch_line(ADDED, served_as(req.rt, event.obj))
         if before:
             gone = dict(event.prev)
             gone["metadata"] = dict(event.prev["metadata"], resourceVersion=str(event.rv))
-            return watch_line(DELETED, gone)
+            return watch_line(DELETED, served_as(req.rt, gone))
         return None
+
+    def _line(self, event: Event) -> bytes:
+        """The event's line, serialized once for every watcher of the version it was
+        written at; converted for a watcher of another version."""
+        obj = served_as(self.request.rt, event.obj)
+        return event.line() if obj is event.obj else watch_line(event.type, obj)
 
     def _bookmark(self, annotations: dict[str, str] | None) -> bytes:
         meta: Obj = {"resourceVersion": str(self.pos)}

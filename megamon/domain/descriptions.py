@@ -1,9 +1,9 @@
 """Kind descriptions: a training workload kind declared as data, not written as code.
 
-A description says where the resource is served (group, version, resource), how to read its
-``expected`` and ``ready`` counts, its TPU shape and chips (field paths), which conditions or
-field values end it (completed: expected down; failed; suspended), and how its history and
-series are named
+A description says where the resource is served (group, versions, resource), how to read
+its ``expected`` and ``ready`` counts, its TPU shape and chips (field paths), which
+conditions or field values end it (completed: expected down; failed; suspended), and how
+its history and series are named
 (the metric noun, the label keys of its name, namespace and UID, the event file). The format
 and the path syntax are documented in docs/kinds.md; ``WorkloadKinds`` in the configuration
 is a list of descriptions, or of the names of the ones shipped with megamon.
@@ -32,6 +32,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from megamon.domain import interruptions
 from megamon.domain.kinds import BUILTIN_VALUES, KIND_SPECS, NOUN_PATTERN, Kind, KindSpec
 from megamon.domain.similar import similar_key
 
@@ -44,6 +45,12 @@ LWS_DESCRIPTION: Final = "leaderworkerset"
 
 LABEL_PATTERN: Final = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 EVENT_FILE_PATTERN: Final = re.compile(r"[a-z0-9][a-z0-9._-]*\.json")
+STAGE_PATTERN: Final = re.compile(r"[a-z][a-z0-9_]{0,31}")
+"""A queueing stage is a label value: lowercase letters, digits and ``_``."""
+MAX_STAGES: Final = 4
+"""A kind's queueing stages are label values of one histogram: a few, never per resource."""
+VERSION_PATTERN: Final = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+"""An API version is a DNS label (``v1``, ``v1beta2``), as a CRD's version names are."""
 
 WORKLOAD_NAME: Final = "workload_name"
 WORKLOAD_NAMESPACE: Final = "workload_namespace"
@@ -269,6 +276,44 @@ _CONTAINERS_OF: Final = "containers[*]"
 _NODE_SELECTOR: Final = "nodeSelector"
 
 
+class Condition(_Part):
+    """A condition of ``status.conditions`` with ``status: "True"`` (and, if given, this
+    ``Reason``): what an interruption's reason or a queueing stage is read from."""
+
+    Type: str = Field(min_length=1)
+    Reason: str | None = None
+
+
+class Interruption(Condition):
+    """A condition that says why a resource expected back went down, and the reason megamon
+    records for it (Kueue's ``Evicted`` with reason ``NodeFailures``: ``node-lost``)."""
+
+    Means: str
+
+    @field_validator("Means")
+    @classmethod
+    def _reason(cls, value: str) -> str:
+        if value not in interruptions.NAMED_REASONS:
+            known = ", ".join(sorted(interruptions.NAMED_REASONS))
+            raise ValueError(f"{value!r} is not a reason a condition can mean (one of {known})")
+        return value
+
+
+class QueueStage(Condition):
+    """A stage a queued resource reaches, when its condition holds: the time from the
+    resource's creation to the condition's ``lastTransitionTime`` is counted in the kind's
+    queueing histogram under ``until=<Until>``."""
+
+    Until: str
+
+    @field_validator("Until")
+    @classmethod
+    def _until(cls, value: str) -> str:
+        if not STAGE_PATTERN.fullmatch(value):
+            raise ValueError(f"{value!r} is not a stage name like 'admitted'")
+        return value
+
+
 class NodeSelectorPaths(_Part):
     """The pod templates: where their ``nodeSelector`` maps are (each ``Each`` element, then
     ``Path``), how many replicas of each run (the product of the ``Replicas`` paths, each 1
@@ -378,7 +423,10 @@ class KindDescription(_Part):
     Noun: str
     """The metric infix (``megamon_<Noun>_up``) and the kind's name in logs and archives."""
     Group: str = Field(min_length=1)
-    Version: str = Field(min_length=1)
+    Version: list[str] = Field(min_length=1)
+    """The API versions megamon may read it at, in order of preference (newest first): it
+    watches the first one the cluster serves (discovery, at every listing). A single string
+    is one version."""
     Resource: str = Field(min_length=1)
     """The plural resource name, as in the URL: ``trainjobs``."""
     Namespaced: bool = True
@@ -393,6 +441,12 @@ class KindDescription(_Part):
     """Matches that say a resource was preempted (Kueue's ``Evicted`` with reason
     ``Preempted``). Not ending ones: a preempted resource is requeued and expected back, so
     it is down as an interruption, whose reason is ``preemption``."""
+    Interrupted: list[Interruption] = []
+    """Conditions that say why a resource expected back is down, each with its reason
+    (``Means``), the first that holds winning; after ``Preempted``, before the node pools."""
+    Queued: list[QueueStage] = Field([], max_length=MAX_STAGES)
+    """The stages whose time since creation the kind's queueing histogram counts (Kueue:
+    ``QuotaReserved`` as ``quota_reserved``, ``Admitted`` as ``admitted``)."""
     NodeSelector: NodeSelectorPaths | None = None
     Restarts: Count | None = None
     """A count of how many times the resource restarted (JobSet ``status.restarts``),
@@ -403,6 +457,28 @@ class KindDescription(_Part):
     """How HELP texts name one resource (``TrainJob``); the noun when empty."""
     ReportKey: str = ""
     """The report JSON key stem (``trainJobs`` → ``trainJobsUp``); noun-based when empty."""
+
+    @field_validator("Version", mode="before")
+    @classmethod
+    def _one_version_or_many(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("Version")
+    @classmethod
+    def _versions(cls, value: list[str]) -> list[str]:
+        for version in value:
+            if not VERSION_PATTERN.fullmatch(version):
+                raise ValueError(f"{version!r} is not an API version like 'v1beta2'")
+        if len(set(value)) != len(value):
+            raise ValueError("a version is listed twice")
+        return value
+
+    @field_validator("Queued")
+    @classmethod
+    def _stages(cls, value: list[QueueStage]) -> list[QueueStage]:
+        if len({stage.Until for stage in value}) != len(value):
+            raise ValueError("a stage is named twice")
+        return value
 
     @field_validator("Noun")
     @classmethod
@@ -453,8 +529,9 @@ class KindDescription(_Part):
 
 
 COMPLETED: Final = "completed"
-FAILED: Final = "failed"
-SUSPENDED: Final = "suspended"
+FAILED: Final = interruptions.FAILED
+SUSPENDED: Final = interruptions.SUSPENDED
+"""What an ending condition means; a failed or suspended end is the reason of that name."""
 
 
 def shipped_names() -> list[str]:

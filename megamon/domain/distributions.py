@@ -24,7 +24,12 @@ PROVISIONING: Final = "provisioning_seconds"
 MAINTENANCE_LEAD_TIME: Final = "maintenance_lead_time_seconds"
 """How long before a ``maintenance`` interruption megamon saw it announced; its label is
 ``announced`` (``true``, or ``false`` with 0 s)."""
-MEASURES: Final = (TIME_TO_RECOVER, TIME_BETWEEN_INTERRUPTIONS, PROVISIONING, MAINTENANCE_LEAD_TIME)
+QUEUEING: Final = "queueing_seconds"
+"""How long a queued resource took from its creation to each stage its description names
+(Kueue: ``quota_reserved``, ``admitted``); its label is ``until``, the stage."""
+MEASURES: Final = (
+    TIME_TO_RECOVER, TIME_BETWEEN_INTERRUPTIONS, PROVISIONING, MAINTENANCE_LEAD_TIME, QUEUEING
+)  # fmt: skip
 """The metric suffixes: ``megamon_<kind>_<measure>``."""
 
 PROVISIONING_SUCCESS: Final = "success"

@@ -22,8 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from megamon.domain import descriptions
-
 MAINTENANCE: Final = "maintenance"
 UPGRADE: Final = "upgrade"
 RECONCILING: Final = "reconciling"
@@ -36,6 +34,9 @@ FAILED: Final = "failed"
 SUSPENDED: Final = "suspended"
 RESTART: Final = "restart"
 UNKNOWN: Final = "unknown"
+STARTUP_TIMEOUT: Final = "startup-timeout"
+"""A workload whose pods did not all become ready in time after it was admitted (Kueue's
+``PodsReadyTimeout`` eviction): it is requeued, expected back."""
 
 REASONS: Final = (
     MAINTENANCE,
@@ -50,8 +51,15 @@ REASONS: Final = (
     SUSPENDED,
     RESTART,
     UNKNOWN,
+    STARTUP_TIMEOUT,
 )
-"""Every reason, in docs/metrics.md order; nothing else is ever recorded or published."""
+"""Every reason, in docs/metrics.md order; nothing else is ever recorded or published. A
+reason's place is its code in the history's flag byte (``events.reason_bits``): a new one is
+appended, never inserted."""
+
+NAMED_REASONS: Final = frozenset({PREEMPTION, NODE_LOST, NODE_NOT_READY, STARTUP_TIMEOUT})
+"""The reasons a kind description may give a condition (``Interrupted``): what a workload's
+controller can say of an interruption that it expects back from."""
 
 MAX_DETAIL: Final = 256
 """A detail (GKE's status message, node pool names) is cut to this many characters."""
@@ -128,22 +136,31 @@ def nodepool_cause(
 
 
 def workload_cause(
-    *, meaning: str, pools_down: Sequence[str], restarted: bool, preempted: bool = False
+    *,
+    meaning: str,
+    pools_down: Sequence[str],
+    restarted: bool,
+    preempted: bool = False,
+    named: str = "",
 ) -> Cause:
     """Why a workload (JobSet, LeaderWorkerSet, described kind) is down.
 
-    ``meaning`` is its ending condition's (``failed``, ``suspended`` or ``""``);
+    ``meaning`` is its ending condition's (``failed``, ``suspended`` or ``""``: a
+    description's ``failed`` and ``suspended`` endings are the reasons of the same name);
     ``preempted`` whether one of its description's ``Preempted`` conditions holds (a Kueue
-    Workload evicted by preemption); ``pools_down`` the node pools it runs on that are down
-    now (named in the detail, sorted); ``restarted`` whether its restart count grew since it
-    was last up.
+    Workload evicted by preemption); ``named`` the reason of the first of its description's
+    ``Interrupted`` conditions that holds (Kueue's ``NodeFailures`` eviction: ``node-lost``),
+    ``""`` when none; ``pools_down`` the node pools it runs on that are down now (named in
+    the detail, sorted); ``restarted`` whether its restart count grew since it was last up.
     """
-    if meaning == descriptions.FAILED:
+    if meaning == FAILED:
         return Cause(FAILED)
-    if meaning == descriptions.SUSPENDED:
+    if meaning == SUSPENDED:
         return Cause(SUSPENDED)
     if preempted:
         return Cause(PREEMPTION)
+    if named in NAMED_REASONS:
+        return Cause(named)
     if pools_down:
         return Cause(NODEPOOL, _detail(",".join(sorted(pools_down))))
     if restarted:
@@ -186,8 +203,8 @@ def jobset_nodes_cause(
     and for nodes never seen complete (``provisioned`` false), whose missing nodes are still
     being created, not lost.
     """
-    if meaning in (descriptions.FAILED, descriptions.SUSPENDED):
-        return Cause(FAILED if meaning == descriptions.FAILED else SUSPENDED)
+    if meaning in (FAILED, SUSPENDED):
+        return Cause(meaning)
     if not provisioned:
         return Cause(UNKNOWN)
     found = node_cause(expected=expected, spot=spot, nodes=nodes)

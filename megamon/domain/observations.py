@@ -95,6 +95,11 @@ class Observation(BaseModel):
     0 otherwise. The append rules stamp the down event then, not at the cycle's ``now``; on an
     up observation (the nodes came back) they append that down, with ``reason``, then the up.
     Not in the report JSON."""
+    queued: tuple[tuple[str, int, int], ...] = ()
+    """Where its kind reads them (a description's ``Queued`` stages): (stage, created,
+    reached) of each stage it has reached, in nanoseconds since the epoch — a Kueue Workload's
+    creation and its ``QuotaReserved`` / ``Admitted`` transitions. Not in the report JSON; the
+    summary's queueing histograms count them (``megamon_<kind>_queueing_seconds``)."""
     surplus: int = 0
     """Units present beyond the expected count (a surge upgrade's extra node), where the kind
     counts nodes; never a reason to be down (``upness``). Not in the report JSON, published
@@ -117,6 +122,7 @@ class Observation(BaseModel):
         surplus: int = 0,
         exact: bool = False,
         tpu_chips_allocatable: int | None = None,
+        queued: tuple[tuple[str, int, int], ...] = (),
     ) -> Observation:
         """An observation whose ``up`` follows the upness rule; expected-down is never up.
 
@@ -141,4 +147,5 @@ class Observation(BaseModel):
             restarts=restarts,
             surplus=surplus,
             tpu_chips_allocatable=tpu_chips_allocatable,
+            queued=queued,
         )

@@ -77,7 +77,11 @@ def _cause(view: DescribedView, causes: Causes, settings: Settings) -> Cause:
     restarted = view.restarts is not None and last is not None and view.restarts > last
     pools = causes.pools_down(view) if not view.meaning else ()
     return workload_cause(
-        meaning=view.meaning, pools_down=pools, restarted=restarted, preempted=view.preempted
+        meaning=view.meaning,
+        pools_down=pools,
+        restarted=restarted,
+        preempted=view.preempted,
+        named=view.interrupted,
     )
 
 
@@ -97,6 +101,7 @@ def described_observation(
         attrs=described_attrs(view, fields),
         restarts=view.restarts,
         cause=cause,
+        queued=view.queued,
     )
 
 

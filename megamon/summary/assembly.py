@@ -116,6 +116,7 @@ class ReportAssembly:
             kind_records = records.get(kind, {})
             attrs = {key: obs.attrs for key, obs in observations.get(kind, {}).items()}
             self._distributions.update(kind.value, kind_records, attrs)
+            self._distributions.count_queueing(kind.value, observations.get(kind, {}))
             gaps = unobserved_gaps(coverage.get(kind, ()), now, self._slack)
             with self._lock:
                 self._chips.update(kind, kind_records, attrs, gaps)

@@ -12,6 +12,11 @@ maintenance announced) is the exception: it needs the attributes the resource ha
 interruption begins, which the history keeps only as its latest; so it is counted as megamon
 sees each such interruption begin (or, at start, still open), and kept from then on.
 
+Queueing times (how long a Kueue Workload waited from its creation for quota and for
+admission) are read from the objects, not the history: each resource's time to each stage is
+counted once, the first time megamon observes the stage reached — at start, for every live
+resource that has reached it — and kept from then on, as lead times are.
+
 The tally is incremental: records are immutable and handed back unchanged while nothing
 happens, so each cycle only resources whose record changed are re-counted (their old
 contribution taken back, the new one added).
@@ -30,6 +35,7 @@ from megamon.domain.distributions import (
     PROVISIONING,
     PROVISIONING_FAILED,
     PROVISIONING_SUCCESS,
+    QUEUEING,
     TIME_BETWEEN_INTERRUPTIONS,
     TIME_TO_RECOVER,
     Histogram,
@@ -38,7 +44,7 @@ from megamon.domain.distributions import (
 )
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord, reason_of
 from megamon.domain.interruptions import MAINTENANCE, UNKNOWN
-from megamon.domain.observations import Attrs, NodePoolAttrs
+from megamon.domain.observations import Attrs, NodePoolAttrs, Observation
 from megamon.domain.timestamps import NANOS_PER_SECOND
 
 Period = tuple[str, str, float]
@@ -120,6 +126,12 @@ def lead_period(opened: tuple[int, str], attrs: Attrs | None) -> Period | None:
     return (MAINTENANCE_LEAD_TIME, ANNOUNCED, lead)
 
 
+def queueing_periods(marks: Iterable[tuple[str, int, int]]) -> list[Period]:
+    """The queueing times of a resource's stages: (stage, created, reached) → seconds from
+    its creation to the stage (0 when the clocks disagree)."""
+    return [(QUEUEING, stage, _seconds(reached - created)) for stage, created, reached in marks]
+
+
 def _seconds(ns: int) -> float:
     return max(ns, 0) / NANOS_PER_SECOND
 
@@ -179,6 +191,10 @@ class DistributionTally:
     from ``histograms``, which a recount of the history rebuilds exactly."""
     _counted: dict[str, dict[str, _Counted]] = field(default_factory=dict)
     """Per kind, per key: what each live record contributes now."""
+    queueing: dict[SeriesKey, Histogram] = field(default_factory=dict)
+    """Queueing times, each resource's stage counted once (``count_queueing``)."""
+    _queued: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict)
+    """Per kind, per key of a live resource: the stages already counted."""
 
     def _apply(
         self, kind: str, shape: Shape, periods: Iterable[Period], times: int, chips: int = 0
@@ -252,6 +268,26 @@ class DistributionTally:
             for gone in [k for k in counted_kind if k not in records]:
                 del counted_kind[gone]  # retired: its periods stay in the histograms
 
+    def count_queueing(self, kind: str, observations: Mapping[str, Observation]) -> None:
+        """Count the queueing time of each stage a live resource of ``kind`` reached that
+        was not counted yet (a stage reached again, after an eviction, is not counted again);
+        a resource gone takes its memo with it, its times staying counted."""
+        counted_kind = self._queued.setdefault(kind, {})
+        for key, observation in observations.items():
+            if not observation.queued:
+                continue
+            done = counted_kind.get(key, frozenset())
+            new = [mark for mark in observation.queued if mark[0] not in done]
+            if not new:
+                continue
+            shape = shape_of(observation.attrs)
+            for measure, stage, seconds in queueing_periods(new):
+                series = SeriesKey(measure, kind, shape, stage)
+                self.queueing.setdefault(series, Histogram()).add(seconds)
+            counted_kind[key] = done | {stage for stage, _, _ in new}
+        for gone in [k for k in counted_kind if k not in observations]:
+            del counted_kind[gone]
+
     def add_archived(self, kind: str, record: EventRecord, attrs: Mapping[str, object]) -> None:
         """A retired resource's history (from the archive, at start): counted once."""
         chips = attrs.get("tpuChipCount")
@@ -266,7 +302,7 @@ class DistributionTally:
 
     def series(self) -> Iterator[tuple[SeriesKey, Histogram]]:
         """Every non-empty histogram, in a stable order."""
-        every = {**self.histograms, **self.lead_times}
+        every = {**self.histograms, **self.lead_times, **self.queueing}
         for key in sorted(every, key=_order):
             histogram = every[key]
             if histogram.count > 0:

@@ -169,6 +169,30 @@ def test_a_kind_read_back_without_its_description_has_no_files() -> None:
             "WorkloadKinds.0.NodeSelector.ChipsPerReplica",
             "-4 is neither a number of chips (0 or more) nor 'topology'",
         ),
+        (rayjob(Version=[]), "WorkloadKinds.0.Version", "at least 1 item"),
+        (rayjob(Version=["v1", "V2"]), "WorkloadKinds.0.Version", "'V2' is not an API version"),
+        (rayjob(Version=["v1", "v1"]), "WorkloadKinds.0.Version", "a version is listed twice"),
+        (rayjob(Version=1), "WorkloadKinds.0.Version", "valid list"),
+        (
+            rayjob(Queued=[{"Type": "Admitted", "Until": "Admitted"}]),
+            "WorkloadKinds.0.Queued.0.Until",
+            "'Admitted' is not a stage name",
+        ),
+        (
+            rayjob(Queued=[{"Type": "A", "Until": f"s{n}"} for n in range(5)]),
+            "WorkloadKinds.0.Queued",
+            "at most 4 items",
+        ),
+        (
+            rayjob(Queued=[{"Type": "A", "Until": "s"}, {"Type": "B", "Until": "s"}]),
+            "WorkloadKinds.0.Queued",
+            "a stage is named twice",
+        ),
+        (
+            rayjob(Interrupted=[{"Type": "Evicted", "Means": "lost"}]),
+            "WorkloadKinds.0.Interrupted.0.Means",
+            "'lost' is not a reason a condition can mean (one of node-lost, ",
+        ),
     ],
 )
 def test_a_bad_description_is_refused_in_one_line(entry: object, where: str, why: str) -> None:
@@ -220,6 +244,29 @@ def test_field_values_end_a_kind_and_make_it_ready() -> None:
         "status.jobDeploymentStatus",
         "status.jobStatus",
     ]
+
+
+def test_a_misspelt_key_of_a_description_is_named_with_the_key_it_looks_like() -> None:
+    entry = rayjob()
+    entry["Versions"] = entry.pop("Version")
+    assert refusal(entry) == (
+        "config.json: unknown key WorkloadKinds.0.Versions: did you mean WorkloadKinds.0.Version?"
+    )
+    typo = rayjob(Interrupted=[{"Type": "Evicted", "Reason": "NodeFailures", "Mean": "node-lost"}])
+    assert (
+        "unknown key WorkloadKinds.0.Interrupted.0.Mean: did you mean "
+        "WorkloadKinds.0.Interrupted.0.Means?"
+    ) in refusal(typo)
+
+
+def test_a_description_lists_its_versions_in_order_of_preference() -> None:
+    config = parse_config(config_with(rayjob(Version=["v2", "v1"]), "kueue-workload"), "c.json")
+    assert [d.Version for d in config.WorkloadKinds] == [["v2", "v1"], ["v1beta2", "v1beta1"]]
+
+
+def test_one_version_as_a_string_is_still_read() -> None:
+    (description,) = parse_config(config_with(rayjob(Version="v1")), "config.json").WorkloadKinds
+    assert description.Version == ["v1"]
 
 
 def test_a_kind_is_described_once() -> None:

@@ -64,6 +64,26 @@ def test_a_preempted_workload_says_so_unless_it_ended() -> None:
     assert cause(SUSPENDED) == Cause(i.SUSPENDED)  # deactivated: an end, not a preemption
 
 
+def test_a_reason_a_condition_names_comes_after_the_end_and_preemption() -> None:
+    def cause(meaning: str = "", *, preempted: bool = False, named: str = i.NODE_LOST) -> Cause:
+        return i.workload_cause(
+            meaning=meaning, pools_down=("a",), restarted=True, preempted=preempted, named=named
+        )
+
+    assert cause() == Cause(i.NODE_LOST)  # Kueue's NodeFailures eviction, before its pools
+    assert cause(named=i.STARTUP_TIMEOUT) == Cause(i.STARTUP_TIMEOUT)
+    assert cause(preempted=True) == Cause(i.PREEMPTION)
+    assert cause(FAILED) == Cause(i.FAILED)
+    assert cause(SUSPENDED) == Cause(i.SUSPENDED)
+    assert cause(named=i.FAILED) == Cause(i.NODEPOOL, "a"), "only the reasons a condition names"
+
+
+def test_a_new_reason_keeps_the_codes_of_the_old_ones() -> None:
+    """A reason's code in the history is its place in the set: a new one is appended."""
+    assert i.REASONS[-1] == i.STARTUP_TIMEOUT
+    assert i.REASONS.index(i.UNKNOWN) == 11
+
+
 def test_a_long_status_message_is_cut() -> None:
     cause = i.nodepool_cause(
         failed=True, reconciling=False, message="x" * 1000, expected=1, spot=False,
@@ -82,7 +102,7 @@ def test_only_a_down_observation_that_is_not_expected_down_keeps_a_cause() -> No
 
 
 def test_reasons_are_a_small_fixed_set_of_label_values() -> None:
-    assert len(set(i.REASONS)) == len(i.REASONS) == 12
+    assert len(set(i.REASONS)) == len(i.REASONS) == 13
     assert all(r.replace("-", "").isalpha() and r.islower() for r in i.REASONS)
 
 

@@ -281,3 +281,43 @@ def test_a_resource_that_cannot_be_observed_keeps_its_last_observation() -> None
     assert observer([good], Settings()).observations["uid-ray"] is first
     never_seen = dataclasses.replace(broken, uid="uid-other")
     assert "uid-other" not in observer([never_seen], Settings()).observations
+
+
+def kueue_workload(*conditions: dict[str, str]) -> dict[str, Any]:
+    template = {"spec": {"nodeSelector": {labels.TPU_TOPOLOGY: "4x4"}}}
+    return {
+        "metadata": {
+            "name": "w",
+            "namespace": "ml",
+            "uid": "uid-w",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": {"podSets": [{"name": "main", "count": 4, "template": template}]},
+        "status": {"conditions": list(conditions)},
+    }
+
+
+def test_the_kueue_description_reads_when_a_workload_got_quota_and_admission() -> None:
+    workload = shipped("kueue-workload")
+    reserved = {
+        "type": "QuotaReserved",
+        "status": "True",
+        "lastTransitionTime": "2026-01-01T00:01:30Z",
+    }
+    admitted = {"type": "Admitted", "status": "True", "lastTransitionTime": "2026-01-01T00:02:30Z"}
+    project = described_projection(workload)
+    created = 1_767_225_600 * 10**9
+    assert project(kueue_workload()).queued == ()
+    assert project(kueue_workload(reserved)).queued == (
+        ("quota_reserved", created, created + 90 * 10**9),
+    )
+    view = project(kueue_workload(reserved, admitted))
+    observed = DescribedObserver(workload)([view], Settings())
+    assert observed.observations["uid-w"].queued == (
+        ("quota_reserved", created, created + 90 * 10**9),
+        ("admitted", created, created + 150 * 10**9),
+    )
+    unreadable = {**admitted, "lastTransitionTime": "yesterday"}
+    assert [s for s, _, _ in project(kueue_workload(unreadable)).queued] == [], "never guessed"
+    waiting = {**admitted, "status": "False"}
+    assert project(kueue_workload(waiting)).queued == ()

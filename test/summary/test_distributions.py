@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from megamon.domain import distributions as d
 from megamon.domain.events import EventRecord, UpEvent
-from megamon.domain.observations import Attrs, NodePoolAttrs
+from megamon.domain.observations import Attrs, NodePoolAttrs, Observation
 from megamon.summary.distributions import DistributionTally, record_periods
 
 S = 1_000_000_000
@@ -242,3 +242,42 @@ def test_maintenance_lead_time_is_counted_once_as_the_interruption_begins() -> N
     unannounced = _lead(tally, d.NOT_ANNOUNCED)
     assert unannounced is not None
     assert (unannounced.count, unannounced.total_s) == (1, 0.0)
+
+
+def queued(*marks: tuple[str, int, int], attrs: Attrs = V5P) -> Observation:
+    stamped = tuple((stage, T + created * S, T + reached * S) for stage, created, reached in marks)
+    return Observation.build(expected=4, ready=4, attrs=attrs, queued=stamped)
+
+
+def test_queueing_times_are_counted_once_per_resource_and_stage() -> None:
+    tally = DistributionTally()
+    tally.count_queueing("kueue_workload", {"a": queued(("quota_reserved", 0, 90))})
+    tally.count_queueing(
+        "kueue_workload",
+        {
+            "a": queued(("quota_reserved", 0, 90), ("admitted", 0, 150)),
+            "b": queued(("quota_reserved", 0, 4000), ("admitted", 0, 4000)),
+        },
+    )
+    tally.count_queueing(  # evicted and admitted again later: not counted again
+        "kueue_workload",
+        {"a": queued(("quota_reserved", 0, 9000), ("admitted", 0, 9000))},
+    )
+    found = {key.label: h for key, h in tally.series() if key.measure == d.QUEUEING}
+    assert {stage: (h.count, h.total_s) for stage, h in found.items()} == {
+        "admitted": (2, 4150.0),
+        "quota_reserved": (2, 4090.0),
+    }
+    shape = next(key.shape for key, _ in tally.series())
+    assert (shape.accelerator, shape.topology) == ("tpu-v5p-slice", "4x4x4")
+    assert found["admitted"].cumulative()[d.BUCKETS_S.index(300.0)] == 1
+
+
+def test_a_resource_gone_and_a_clock_skew_do_not_recount_or_go_negative() -> None:
+    tally = DistributionTally()
+    tally.count_queueing("kueue_workload", {"a": queued(("admitted", 10, 5))})
+    tally.count_queueing("kueue_workload", {})
+    (histogram,) = (h for key, h in tally.series() if key.measure == d.QUEUEING)
+    assert (histogram.count, histogram.total_s) == (1, 0.0), "kept after it is gone, 0 s"
+    tally.count_queueing("jobset", {"j": Observation.build(expected=1, ready=1)})
+    assert [key.kind for key, _ in tally.series()] == ["kueue_workload"]

@@ -387,7 +387,16 @@ _DISTRIBUTION_HELP = {
         "to the maintenance interruption it announced (announced=true; 0 for announced=false), "
         "counted as each interruption begins."
     ),
+    distributions.QUEUEING: (
+        "Time from the {noun}'s creation to each stage of its queueing (until=quota_reserved, "
+        "admitted for a Kueue Workload), counted once per resource and stage as megamon "
+        "first sees it reached."
+    ),
 }
+
+
+_DESCRIBED_ONLY = frozenset({distributions.QUEUEING})
+"""Histograms only a described kind can have (its description's ``Queued`` stages)."""
 
 
 def _shape_labels(shape: Shape) -> dict[str, str]:
@@ -404,6 +413,7 @@ def _shape_labels(shape: Shape) -> dict[str, str]:
 _LABEL_OF_MEASURE = {
     distributions.PROVISIONING: names.LABEL_PROVISIONING_STATE,
     distributions.MAINTENANCE_LEAD_TIME: names.LABEL_ANNOUNCED,
+    distributions.QUEUEING: names.LABEL_UNTIL,
 }
 """The label a histogram's ``SeriesKey.label`` goes under: ``reason`` unless named here."""
 
@@ -483,6 +493,8 @@ class ReportCollector:
             for name, help in _kind_families(self._prefix, kind):
                 yield GaugeMetricFamily(name, help)
             for measure, help in _DISTRIBUTION_HELP.items():
+                if measure in _DESCRIBED_ONLY and kind.builtin:
+                    continue
                 yield Metric(self._distribution_name(kind.value, measure), help, "histogram")
             for suffix, help in (
                 (names.DOWN_CHIP_SECONDS, _CHIPS_DOWN_HELP),

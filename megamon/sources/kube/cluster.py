@@ -139,7 +139,7 @@ class KubeCluster:
         self.described: dict[Kind, WatchCache[DescribedView]] = {
             d.kind: WatchCache(
                 _cache_name(d),
-                resources.custom_lister(api, resources.described_resource(d)),
+                resources.described_lister(api, d),
                 described_projection(d),
                 kind=d.kind.value,
                 **common,

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from sys import intern
 from typing import Any
 
-from megamon.domain import labels
+from megamon.domain import labels, timestamps
 from megamon.domain.descriptions import (
     TOPOLOGY_CHIPS,
     CompiledPath,
+    Condition,
     Count,
     KindDescription,
     Match,
@@ -73,6 +74,12 @@ class DescribedView:
     """The description's ``Restarts`` count, ``None`` when it has none."""
     preempted: bool = False
     """One of the description's ``Preempted`` conditions holds."""
+    queued: tuple[tuple[str, int, int], ...] = ()
+    """(stage, created, reached) in nanoseconds of each of the description's ``Queued``
+    stages whose condition holds with a readable ``lastTransitionTime``."""
+    interrupted: str = ""
+    """The reason (``Means``) of the first of the description's ``Interrupted`` conditions
+    that holds, ``""`` when none does."""
 
 
 def _values(path: CompiledPath, obj: Any) -> list[Any]:
@@ -139,7 +146,7 @@ def _conditions(obj: Json) -> list[Json]:
     return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
 
 
-def _holds(condition: Json, wanted: Match) -> bool:
+def _holds(condition: Json, wanted: Match | Condition) -> bool:
     return (
         condition.get("type") == wanted.Type
         and condition.get("status") == labels.TRUE
@@ -255,6 +262,36 @@ def _container_chips(container: Any, where: str) -> int:
 Shapes = tuple[tuple[str, int], ...]
 
 
+def _time(value: Any) -> int | None:
+    """Nanoseconds of an RFC 3339 timestamp; ``None`` when missing or unreadable (the stage
+    is then not counted: a queueing time is never guessed)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return timestamps.parse(value)
+    except timestamps.TimestampError:
+        return None
+
+
+def _queued(
+    meta: Json, conditions: list[Json], description: KindDescription
+) -> tuple[tuple[str, int, int], ...]:
+    if not description.Queued:
+        return ()
+    created = _time(meta.get("creationTimestamp"))
+    if created is None:
+        return ()
+    found = []
+    for stage in description.Queued:
+        for condition in conditions:
+            if _holds(condition, stage):
+                reached = _time(condition.get("lastTransitionTime"))
+                if reached is not None:
+                    found.append((stage.Until, created, reached))
+                break
+    return tuple(found)
+
+
 class _Selectors:
     """The TPU node selector of a described object, merged as the Go megamon merges a
     JobSet's: every pod template in order, a later one's keys winning; and its chips."""
@@ -346,6 +383,11 @@ def described_projection(description: KindDescription) -> Callable[[Json], Descr
             chips=chips,
             restarts=restarts(obj, where) if restarts is not None else None,
             preempted=any(m.holds(obj, conditions, where) for m in preempted),
+            queued=_queued(meta, conditions, description),
+            interrupted=next(
+                (w.Means for w in description.Interrupted if any(_holds(c, w) for c in conditions)),
+                "",
+            ),
         )
 
     return project

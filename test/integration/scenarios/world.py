@@ -248,16 +248,20 @@ class World:
         )
         return str(created["metadata"]["uid"])
 
-    def described(self, description: KindDescription, body: dict[str, Any]) -> str:
-        """Create an object of a described kind (``body`` without apiVersion/metadata)."""
+    def described(
+        self, description: KindDescription, body: dict[str, Any], version: str | None = None
+    ) -> str:
+        """Create an object of a described kind (``body`` without apiVersion/metadata), at
+        ``version`` (its description's first when ``None``)."""
         api = self._custom()
+        version = version or description.Version[0]
         created = api.create_namespaced_custom_object(
             description.Group,
-            description.Version,
+            version,
             self.namespace,
             description.Resource,
             {
-                "apiVersion": f"{description.Group}/{description.Version}",
+                "apiVersion": f"{description.Group}/{version}",
                 "metadata": {"name": body.pop("name"), "namespace": self.namespace},
                 **body,
             },
@@ -265,12 +269,16 @@ class World:
         return str(created["metadata"]["uid"])
 
     def described_status(
-        self, description: KindDescription, name: str, status: dict[str, Any]
+        self,
+        description: KindDescription,
+        name: str,
+        status: dict[str, Any],
+        version: str | None = None,
     ) -> None:
         """Replace the status of an object of a described kind, as its controller would."""
         self._custom().patch_namespaced_custom_object_status(
             description.Group,
-            description.Version,
+            version or description.Version[0],
             self.namespace,
             description.Resource,
             name,

@@ -225,7 +225,7 @@ def test_described_kinds_get_a_projected_cache_and_an_unserved_one_waits_for_nob
     )
     created = fake_kube.create(
         {
-            "apiVersion": f"{trainjob.Group}/{trainjob.Version}",
+            "apiVersion": f"{trainjob.Group}/{trainjob.Version[0]}",
             "kind": "TrainJob",
             "metadata": {"name": "t", "namespace": "ml"},
             "spec": {"runtimeRef": {"name": "r"}, "trainer": {"image": "x" * 4096}},
@@ -259,7 +259,7 @@ def test_a_described_kinds_skipped_object_is_counted_under_its_noun(
     )
     fake_kube.create(
         {
-            "apiVersion": f"{trainjob.Group}/{trainjob.Version}",
+            "apiVersion": f"{trainjob.Group}/{trainjob.Version[0]}",
             "kind": "TrainJob",
             "metadata": {"name": "t", "namespace": "ml"},
             "spec": {"runtimeRef": {"name": "r"}},
