@@ -250,7 +250,12 @@ def worst_resources(report: AvailabilityReport, limit: int = 10) -> list[Worst]:
             )
         )
     ranked.sort(
-        key=lambda w: (-w.lost_chip_seconds, w.figures.resource.kind.value, w.figures.resource.name)
+        key=lambda w: (
+            -w.lost_chip_seconds,
+            w.figures.resource.kind.value,
+            w.figures.resource.name,
+            w.figures.resource.cluster,
+        )
     )
     return ranked[:limit]
 

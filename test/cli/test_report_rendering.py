@@ -200,7 +200,7 @@ def test_the_page_makes_no_request() -> None:
 def test_a_short_outage_stays_visible() -> None:
     scale = report_html.Scale(T0, T0 + 30 * D)
     outage = [Band(T0 + D, T0 + D + 10 * S, BandState.DOWN)]
-    (rect,) = report_html._exact_rects(outage, scale, titled=True)
+    (rect,) = report_html._exact_rects(outage, scale, ["down 10s"])
     width = float(re.search(r'width="([0-9.]+)"', rect).group(1))  # type: ignore[union-attr]
     assert width >= report_html.MIN_VISIBLE_UNITS
 
