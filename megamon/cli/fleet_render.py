@@ -163,25 +163,35 @@ def render_json(report: FleetReport) -> bytes:
 # --- HTML ------------------------------------------------------------------------------------
 
 
+WRAPPING = ("RESOURCE", "ACCELERATOR", "CLUSTER")
+"""The page's table cells that may wrap (names from the clusters), so the tables fit 1,280 px."""
+DENSE_CSS = """
+#fleet th, #fleet td, #cluster-aggregates th, #cluster-aggregates td { padding: 3px 3px; }
+"""
+"""The aggregate tables have twenty columns: narrower padding keeps them within 1,280 px."""
+
+
 def _tables(report: FleetReport) -> str:
-    """The fleet's tables, collapsed: the same rows as the text table and the JSON."""
+    """The fleet's tables, collapsed: the same rows as the text table and the JSON (the fleet
+    rows without their cluster column, every cluster)."""
     columns = aggregate_columns(report)
+    fleet_columns = [c for c in columns if c.header != "CLUSTER"]
     return (
         report_html.details(
-            "Fleet, by kind, accelerator and topology",
-            report_html.html_table("fleet", columns, report.fleet_aggregates),
+            "Fleet (every cluster), by kind, accelerator and topology",
+            report_html.html_table("fleet", fleet_columns, report.fleet_aggregates, WRAPPING),
             "fleet-shapes",
         )
         + report_html.details(
             "By cluster, kind, accelerator and topology",
-            report_html.html_table("cluster-aggregates", columns, report.cluster_aggregates),
+            report_html.html_table(
+                "cluster-aggregates", columns, report.cluster_aggregates, WRAPPING
+            ),
             "by-cluster",
         )
         + report_html.details(
             "Resources",
-            report_html.html_table(
-                "fleet-resources", RESOURCE_COLUMNS, report.resources, wrapping=("RESOURCE",)
-            ),
+            report_html.html_table("fleet-resources", RESOURCE_COLUMNS, report.resources, WRAPPING),
             "resource-table",
         )
     )
@@ -194,7 +204,7 @@ def render_html(report: FleetReport) -> str:
     tables, collapsed. Without ``detail``, the tables alone."""
     meta = [
         f"Clusters: {', '.join(report.clusters)}",
-        CHIP_DEFINITION.capitalize() + ".",
+        CHIP_DEFINITION[0].upper() + CHIP_DEFINITION[1:] + ".",
         *omission_lines(report),
     ]
     window = f"{report_html.window_line(report)}; {clusters_text(report)}"
@@ -205,13 +215,13 @@ def render_html(report: FleetReport) -> str:
         body = _tables(report)
     else:
         body = (
-            report_html.first_screen(detail)
+            report_html.first_screen(detail, report_html.FLEET_WORST_SHOWN)
             + '<h2 id="timelines">Timelines, by cluster and kind</h2>'
             + report_html.group_section(detail)
             + _tables(report)
             + report_html.chip_section(detail)
         )
-    return report_html.page("megamon fleet report", window, body, meta)
+    return report_html.page("megamon fleet report", window, body, meta, DENSE_CSS)
 
 
 def render(report: FleetReport, fmt: str) -> bytes:

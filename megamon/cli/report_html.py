@@ -48,6 +48,7 @@ from megamon.cli.report_format import (
     state_text,
 )
 from megamon.domain import timestamps
+from megamon.domain.summaries import ProvisioningState
 from megamon.summary.availability import (
     AvailabilityReport,
     Band,
@@ -92,6 +93,12 @@ MAX_TITLED_BANDS = 60
 """Bands get a tooltip (state, length, times) only in a timeline with no more than this:
 beyond it, tooltips would make the page many times larger and nobody hovers them all."""
 
+WORST_SHOWN = 10
+"""How many of the worst resources the first screen names (the fleet page: fewer, so its
+timelines of each cluster start on the first screen)."""
+FLEET_WORST_SHOWN = 5
+
+
 STATE_COLOURS: dict[BandState, str] = {
     BandState.UP: "#2f9e44",
     BandState.DOWN: "#f08c00",
@@ -132,12 +139,13 @@ th, td { padding: 3px 5px; border-bottom: 1px solid #e9ecef; text-align: left;
 th { font-weight: 600; background: #f8f9fa; position: sticky; top: 0; white-space: normal;
      vertical-align: bottom; }
 td.name { white-space: normal; overflow-wrap: anywhere; min-width: 13em; max-width: 20em; }
+td.wrap { white-space: normal; overflow-wrap: anywhere; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 table#resources { width: 100%; }
 td.timeline, th.timeline { padding: 0 8px; width: 100%; min-width: ${min_timeline}px; }
 .axis { position: relative; height: ${axis_height}px; font-weight: 400; font-size: 11px;
         color: #495057; }
-.axis span { position: absolute; top: 2px; transform: translateX(-50%); }
+.axis span { position: absolute; top: 2px; transform: translateX(-50%); white-space: nowrap; }
 .axis span.first { transform: none; }
 .axis span.last { transform: translateX(-100%); }
 .axis svg { position: absolute; left: 0; bottom: 0; }
@@ -166,8 +174,8 @@ details > summary { cursor: pointer; }
 .row.head { font-weight: 600; background: #f8f9fa; align-items: end; }
 details.group > summary.row { list-style: none; background: #f8f9fa; }
 details.group > summary::-webkit-details-marker { display: none; }
-details.group > summary .name b::before { content: "\\25b8 "; }
-details.group[open] > summary .name b::before { content: "\\25be "; }
+details.group > summary .name b::before { content: "▸ "; }
+details.group[open] > summary .name b::before { content: "▾ "; }
 details.group > .row.resource > .name { padding-left: 1.2em; }
 details > summary h2 { display: inline; }
 @media print { details { display: block; } }
@@ -465,13 +473,14 @@ def _cell(text: str, right: bool) -> str:
 def html_table(
     ident: str, columns: Sequence[Column[T]], rows: Iterable[T], wrapping: Sequence[str] = ()
 ) -> str:
-    """A table of ``rows``, one cell per column; the columns headed in ``wrapping`` (names
-    from the cluster) wrap, the others do not."""
+    """A table of ``rows``, one cell per column; the cells of the columns headed in
+    ``wrapping`` (names from the cluster, accelerators) may wrap after a hyphen or anywhere,
+    the others do not."""
     head = "".join(_header_cell(c.header, c.right) for c in columns)
     body = "".join(
         "<tr>"
         + "".join(
-            f'<td class="name">{_e(c.cell(row))}</td>'
+            f'<td class="wrap">{_e(c.cell(row)).replace("-", "-<wbr>")}</td>'
             if c.header in wrapping
             else _cell(c.cell(row), c.right)
             for c in columns
@@ -582,9 +591,17 @@ def _group_state(group: GroupTimeline) -> str:
     return f"{down} of {live} down" if down else f"{live} live"
 
 
+_PROVISIONING_WORDS = (
+    (ProvisioningState.SUCCESS, "ok"),
+    (ProvisioningState.PROVISIONING, "running"),
+    (ProvisioningState.FAILED, "failed"),
+)
+"""A group's provisioning counts, as the tables head them (PROV-OK, PROV-RUNNING, …)."""
+
+
 def _group_provisioning(group: GroupTimeline) -> str:
     states = group.figures.provisioning_states
-    counted = [f"{state.value} {n}" for state, n in states.items() if state.value and n]
+    counted = [f"{states[s]} {word}" for s, word in _PROVISIONING_WORDS if states.get(s)]
     return ", ".join(counted) or NONE_TEXT
 
 
@@ -749,9 +766,9 @@ def distributions_section(report: AvailabilityReport) -> str:
     return f'<div id="distributions">{"".join(parts)}</div>' if parts else ""
 
 
-def worst_section(report: AvailabilityReport) -> str:
-    """The resources that lost the most, with why."""
-    worst = worst_resources(report)
+def worst_section(report: AvailabilityReport, limit: int = WORST_SHOWN) -> str:
+    """The ``limit`` resources that lost the most, with why."""
+    worst = worst_resources(report, limit)
     if not worst:
         return ""
     rows = "".join(_worst_row(w) for w in worst)
@@ -811,7 +828,7 @@ def _legend() -> str:
     )
 
 
-def first_screen(report: AvailabilityReport) -> str:
+def first_screen(report: AvailabilityReport, worst: int = WORST_SHOWN) -> str:
     """What the window cost and why, what is down now and what maintenance is scheduled, the
     distributions, the worst resources: the answers above the timelines, on the one-history
     page and the fleet page alike."""
@@ -820,7 +837,7 @@ def first_screen(report: AvailabilityReport) -> str:
         + down_now_section(report)
         + maintenance_section(report)
         + distributions_section(report)
-        + worst_section(report)
+        + worst_section(report, worst)
     )
 
 
