@@ -87,16 +87,18 @@ def worst_bands(members: Iterable[ResourceAvailability]) -> tuple[GroupBand, ...
             at_start[state] = at_start.get(state, 0) + 1
             at_end = changes.setdefault(end, {})
             at_end[state] = at_end.get(state, 0) - 1
+    by_severity = sorted(BandState, key=STATE_SEVERITY.__getitem__, reverse=True)
     counts = dict.fromkeys(BandState, 0)
+    present = 0
     result: list[GroupBand] = []
     times = sorted(changes)
     for t, following in pairwise(times):
         for state, delta in changes[t].items():
             counts[state] += delta
-        present = sum(counts.values())
+            present += delta
         if not present:
             continue
-        worst = max((s for s, n in counts.items() if n), key=STATE_SEVERITY.__getitem__)
+        worst = next(s for s in by_severity if counts[s])
         last = result[-1] if result else None
         if last is not None and last.end == t and last[2:] == (worst, counts[worst], present):
             result[-1] = last._replace(end=following)
