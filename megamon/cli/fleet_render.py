@@ -5,6 +5,10 @@ The same conventions as the one-history report (``megamon.cli.report_format``): 
 people in the table and the page, integer nanoseconds and RFC 3339 in JSON, percentages
 floored to two decimals for people and exact for programs. Every resource row names its
 cluster; the fleet rows (cluster ``*``) sum every cluster per kind, accelerator and topology.
+
+The page is the one-history page's (``megamon.cli.report_html``) over every cluster: its first
+screen and timelines read ``FleetReport.detail`` (the summary stage's figures of every
+resource), its tables the SQL's rows.
 """
 
 from __future__ import annotations

@@ -2,10 +2,16 @@
 script, no font, no image, no URL — so it can be mailed, attached to an incident or opened
 from a bucket without reaching any network.
 
-The page holds the window and the availability definition, the aggregate table, and one row
-per resource with its figures and a timeline: an SVG of the window with a band per state
-(colours in ``STATE_COLOURS``) and a shared time axis in UTC. Every resource string comes from
-the cluster or the history files, so everything is escaped.
+The page holds the window and the availability definition, the first screen (what the
+window cost and why, down now, the distributions, the worst resources), one row per resource
+with its figures and a timeline — an SVG of the window with a band per state (colours in
+``STATE_COLOURS``) and a shared time axis in UTC — and the tables. Every resource string comes
+from the cluster or the history files, so everything is escaped.
+
+The fleet page (``megamon.cli.fleet_render``) is built of the same pieces (``page``,
+``first_screen``, ``html_table``, ``details``, the timelines), with one row per cluster and
+kind (``group_section``) in place of the resources' table: a CSS grid whose rows are HTML
+``<details>``, so a group opens onto its resources' rows without a script.
 
 The page reads at 1,280 px without a horizontal scroll bar (``test_report_html`` measures it in
 Chromium): headers and resource names wrap, and timelines stretch to the width the table
