@@ -68,6 +68,7 @@ reliability: $(STAMP)
 ## images: take the pictures of docs/images again, from the real report, in headless Chromium.
 images: $(STAMP)
 	$(BIN)/python -m internal.tools.report_screenshot --out docs/images/report.png
+	$(BIN)/python -m internal.tools.report_screenshot --fleet --out docs/images/fleet.png
 
 ## lint: ruff, its formatter, and the import contract (pyproject.toml, docs/architecture.md).
 lint: $(STAMP)

@@ -40,8 +40,8 @@ from internal.fleet.demo import CLUSTER, LOCATION, PROJECT, demo_scenario
 from internal.fleet.fleet import Fleet
 from internal.fleet.scenario import DEFAULT_SPEED, ScenarioRunner, Step
 from internal.fleet.times import offset
-from megamon.cli.report import read_resources
 from megamon.domain.kinds import Kind
+from megamon.fleet.resources import read_resources
 from megamon.stores.local import LocalEventStore
 from megamon.summary.availability import Window, availability_report
 from megamon.summary.losses import interruptions

@@ -75,6 +75,7 @@ def screenshot(page: Path, png: Path, width: int, height: int, browser: str | No
 _MEASURE = """<script>
 addEventListener("load", () => {
   const root = document.documentElement;
+  if (%(opened)s) { for (const d of document.querySelectorAll("details")) d.open = true; }
   const right = t => Math.ceil(t.getBoundingClientRect().right);
   const widest = Math.max(root.scrollWidth, document.body.scrollWidth,
     ...Array.from(document.querySelectorAll("table"), right));
@@ -83,15 +84,24 @@ addEventListener("load", () => {
 </script>"""
 
 
-def layout_width(page: Path, width: int, height: int = 900, browser: str | None = None) -> int:
+def layout_width(
+    page: Path,
+    width: int,
+    height: int = 900,
+    browser: str | None = None,
+    *,
+    opened: bool = False,
+) -> int:
     """How wide ``page`` lays out in a ``width`` x ``height`` window: the widest of the
-    document's scroll width and every table's right edge, in CSS pixels.
+    document's scroll width and every table's right edge, in CSS pixels; ``opened``: with
+    every ``<details>`` open, as a reader who opened them all sees it.
 
     The report has no script of its own; a copy of it with a measuring script appended is
     rendered (``--dump-dom`` after load), so the page measured is otherwise byte for byte the
     one users open.
     """
-    layout = _measured(page, _MEASURE, "data-layout", (width, height), browser)
+    script = _MEASURE % {"opened": "true" if opened else "false"}
+    layout = measured(page, script, "data-layout", (width, height), browser)
     if int(layout["viewport"]) != width:
         raise BrowserError(f"chromium laid out at {layout['viewport']} px, not {width}")
     return int(layout["widest"])
@@ -114,12 +124,12 @@ def element_tops(
     """Where each element with an ``id`` starts, in CSS pixels from the top of ``page`` laid
     out in a ``width`` x ``height`` window: what a reader sees without scrolling. Measured on
     a copy with a script appended, as ``layout_width`` does."""
-    tops = _measured(page, _TOPS, "data-tops", (width, height), browser)
+    tops = measured(page, _TOPS, "data-tops", (width, height), browser)
     return {key: int(value) for key, value in tops.items()}
 
 
-def _measured(
-    page: Path, script: str, attribute: str, size: tuple[int, int], browser: str | None
+def measured(
+    page: Path, script: str, attribute: str, size: tuple[int, int], browser: str | None = None
 ) -> Any:
     """What ``script``, appended to a copy of ``page`` and run after load in a window of
     ``size`` (width, height), wrote as JSON into the root element's ``attribute``."""

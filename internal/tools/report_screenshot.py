@@ -2,7 +2,11 @@
 ``docs/report.md``.
 
     python -m internal.tools.report_screenshot [--out docs/images/report.png] [--keep DIR]
+    python -m internal.tools.report_screenshot --fleet [--out docs/images/fleet.png]
     (or ``make images``)
+
+``--fleet`` photographs the fleet page instead: the same week in two clusters, ``east`` and
+``west``, reported with ``--clusters '*'``.
 
 The history is a week of a small TPU fleet written through the real ``EventLog`` into a
 ``LocalEventStore`` (so it is exactly what ``megamon run`` would leave), plus the
@@ -48,6 +52,8 @@ WEEK_AGO = NOW - 7 * D
 SIZE = (1280, 900)
 """A laptop's window: the first screen a reader sees."""
 DEFAULT_OUT = Path("docs/images/report.png")
+FLEET_OUT = Path("docs/images/fleet.png")
+FLEET_CLUSTERS = ("east", "west")
 DIGEST_SUFFIX = ".sha256"
 
 
@@ -159,12 +165,24 @@ def write_history(directory: Path) -> None:
     export_latest_report(LocalReportExporter(directory), store, latest, NOW)
 
 
-def render(directory: Path, page: Path) -> None:
+def write_fleet(base: Path) -> None:
+    """The demo fleet's week in each of ``FLEET_CLUSTERS``, under ``base``."""
+    for cluster in FLEET_CLUSTERS:
+        write_history(base / cluster)
+
+
+def render_fleet(base: Path, page: Path) -> None:
+    """The fleet page of every cluster under ``base``."""
+    render(base, page, ["--clusters", "*"])
+
+
+def render(directory: Path, page: Path, extra: tuple[str, ...] | list[str] = ()) -> None:
     status = megamon(
         [
             "report",
             "--events-dir",
             str(directory),
+            *extra,
             "--now",
             timestamps.format_ns(NOW),
             "--since",
@@ -181,17 +199,25 @@ def render(directory: Path, page: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"default: {DEFAULT_OUT}")
+    parser.add_argument(
+        "--out", type=Path, help=f"default: {DEFAULT_OUT}, or {FLEET_OUT} with --fleet"
+    )
     parser.add_argument("--keep", type=Path, help="build the history in this directory")
+    parser.add_argument("--fleet", action="store_true", help="the fleet page, two clusters")
     args = parser.parse_args()
+    out: Path = args.out or (FLEET_OUT if args.fleet else DEFAULT_OUT)
     with tempfile.TemporaryDirectory(prefix="megamon-report-demo-") as scratch:
         directory = args.keep or Path(scratch) / "history"
-        write_history(directory)
         page = Path(scratch) / "report.html"
-        render(directory, page)
-        screenshot(page, args.out, *SIZE)
-        digest_path(args.out).write_text(page_digest(page) + "\n")
-    print(f"{args.out}: {args.out.stat().st_size} bytes")
+        if args.fleet:
+            write_fleet(directory)
+            render_fleet(directory, page)
+        else:
+            write_history(directory)
+            render(directory, page)
+        screenshot(page, out, *SIZE)
+        digest_path(out).write_text(page_digest(page) + "\n")
+    print(f"{out}: {out.stat().st_size} bytes")
 
 
 if __name__ == "__main__":

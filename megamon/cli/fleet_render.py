@@ -5,17 +5,19 @@ The same conventions as the one-history report (``megamon.cli.report_format``): 
 people in the table and the page, integer nanoseconds and RFC 3339 in JSON, percentages
 floored to two decimals for people and exact for programs. Every resource row names its
 cluster; the fleet rows (cluster ``*``) sum every cluster per kind, accelerator and topology.
+
+The page is the one-history page's (``megamon.cli.report_html``) over every cluster: its first
+screen and timelines read ``FleetReport.detail`` (the summary stage's figures of every
+resource), its tables the SQL's rows.
 """
 
 from __future__ import annotations
 
-import html
-from collections.abc import Sequence
 from typing import Any
 
 import orjson
 
-from megamon.cli import report_format
+from megamon.cli import report_format, report_html
 from megamon.cli.report_format import (
     AVAILABILITY_DEFINITION,
     Column,
@@ -61,11 +63,16 @@ def aggregate_columns(report: FleetReport) -> tuple[Column[Aggregate], ...]:
     )
 
 
-def window_text(report: FleetReport) -> str:
+def clusters_text(report: FleetReport) -> str:
+    """``3 clusters``, and how many more could not be read."""
     clusters = f"{len(report.clusters)} cluster{'s' if len(report.clusters) != 1 else ''}"
     if report.unreadable:
         clusters += f" ({len(report.unreadable)} more could not be read)"
-    return f"{history_window_text(report)}; {clusters}"
+    return clusters
+
+
+def window_text(report: FleetReport) -> str:
+    return f"{history_window_text(report)}; {clusters_text(report)}"
 
 
 def omission_lines(report: FleetReport) -> list[str]:
@@ -159,52 +166,66 @@ def render_json(report: FleetReport) -> bytes:
 
 # --- HTML ------------------------------------------------------------------------------------
 
-_STYLE = """
-body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#212529}
-table{border-collapse:collapse;margin:8px 0 24px}
-th,td{padding:3px 8px;border-bottom:1px solid #dee2e6;white-space:nowrap}
-th{background:#f1f3f5;text-align:left}td.r{text-align:right}
-tr.fleet td{font-weight:600;background:#f8f9fa}
+
+WRAPPING = ("RESOURCE", "ACCELERATOR", "CLUSTER")
+"""The page's table cells that may wrap (names from the clusters), so the tables fit 1,280 px."""
+DENSE_CSS = """
+#fleet th, #fleet td, #cluster-aggregates th, #cluster-aggregates td { padding: 3px 3px; }
 """
+"""The aggregate tables have twenty columns: narrower padding keeps them within 1,280 px."""
 
 
-def _html_table(columns: Sequence[Column[Any]], rows: Sequence[Any], css: str = "") -> str:
-    head = "".join(f"<th>{html.escape(c.header)}</th>" for c in columns)
-    body = []
-    for row in rows:
-        cells = "".join(
-            f"<td{' class=r' if c.right else ''}>{html.escape(c.cell(row))}</td>" for c in columns
+def _tables(report: FleetReport) -> str:
+    """The fleet's tables, collapsed: the same rows as the text table and the JSON (the fleet
+    rows without their cluster column, every cluster)."""
+    columns = aggregate_columns(report)
+    fleet_columns = [c for c in columns if c.header != "CLUSTER"]
+    return (
+        report_html.details(
+            "Fleet (every cluster), by kind, accelerator and topology",
+            report_html.html_table("fleet", fleet_columns, report.fleet_aggregates, WRAPPING),
+            "fleet-shapes",
         )
-        body.append(f"<tr{f' class={css}' if css else ''}>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        + report_html.details(
+            "By cluster, kind, accelerator and topology",
+            report_html.html_table(
+                "cluster-aggregates", columns, report.cluster_aggregates, WRAPPING
+            ),
+            "by-cluster",
+        )
+        + report_html.details(
+            "Resources",
+            report_html.html_table("fleet-resources", RESOURCE_COLUMNS, report.resources, WRAPPING),
+            "resource-table",
+        )
+    )
 
 
 def render_html(report: FleetReport) -> str:
-    """One page, no script and no URL: the fleet rows, the per-cluster rows, the resources."""
-    parts = [
-        "<!doctype html><html><head><meta charset=utf-8>",
-        "<title>megamon fleet report</title>",
-        f"<style>{_STYLE}</style></head><body>",
-        "<h1>megamon fleet report</h1>",
-        f"<p>{html.escape(window_text(report))}</p>",
-        f"<p>{html.escape(AVAILABILITY_DEFINITION)}; {html.escape(CHIP_DEFINITION)}</p>",
-        f"<p>Clusters: {html.escape(', '.join(report.clusters))}</p>",
-        *(f"<p class=omitted>{html.escape(line)}</p>" for line in omission_lines(report)),
+    """The one-history page's first screen over every cluster (``report.detail``): what the
+    window cost, what is down now, the distributions, the worst resources naming their
+    cluster; then one timeline per cluster and kind opening onto its resources'; then the
+    tables, collapsed. Without ``detail``, the tables alone."""
+    meta = [
+        f"Clusters: {', '.join(report.clusters)}",
+        CHIP_DEFINITION[0].upper() + CHIP_DEFINITION[1:] + ".",
+        *omission_lines(report),
     ]
+    window = f"{report_html.window_line(report)}; {clusters_text(report)}"
+    detail = report.detail
     if not report.resources:
-        parts.append("<p>No resources in the window.</p>")
+        body = "<p>No resources in the window.</p>"
+    elif detail is None or not detail.resources:
+        body = _tables(report)
     else:
-        columns = aggregate_columns(report)
-        parts += [
-            "<h2>Fleet, by kind, accelerator and topology</h2>",
-            _html_table(columns, report.fleet_aggregates, "fleet"),
-            "<h2>By cluster</h2>",
-            _html_table(columns, report.cluster_aggregates),
-            "<h2>Resources</h2>",
-            _html_table(RESOURCE_COLUMNS, report.resources),
-        ]
-    parts.append("</body></html>\n")
-    return "".join(parts)
+        body = (
+            report_html.first_screen(detail, report_html.FLEET_WORST_SHOWN)
+            + '<h2 id="timelines">Timelines, by cluster and kind</h2>'
+            + report_html.group_section(detail)
+            + _tables(report)
+            + report_html.chip_section(detail)
+        )
+    return report_html.page("megamon fleet report", window, body, meta, DENSE_CSS)
 
 
 def render(report: FleetReport, fmt: str) -> bytes:

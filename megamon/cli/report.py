@@ -14,7 +14,6 @@ import argparse
 import logging
 import re
 import sys
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +36,9 @@ from megamon.domain import timestamps
 from megamon.domain.kinds import Kind
 from megamon.errors import ConfigError, MegamonError
 from megamon.fleet.command import EXIT_INCOMPLETE, FleetRequest, is_fleet, run_fleet
+from megamon.fleet.resources import Labels, read_resources
 from megamon.publishing.exporters.archives import LATEST_NAME, REPORTS_DIR
-from megamon.recording.eventlog import UNOBSERVED_SLACK_NS
-from megamon.recording.loading import load_kind
-from megamon.stores.base import EventStore, Moved, ObjectBackend
+from megamon.stores.base import Moved, ObjectBackend
 from megamon.stores.factory import (
     Location,
     Medium,
@@ -48,13 +46,7 @@ from megamon.stores.factory import (
     objects_at,
     reports_location,
 )
-from megamon.summary.availability import (
-    AvailabilityReport,
-    Resource,
-    Window,
-    availability_report,
-    unobserved_gaps,
-)
+from megamon.summary.availability import AvailabilityReport, Window, availability_report
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +61,6 @@ _UNIT_NS = {
     "w": 7 * 86_400 * timestamps.NANOS_PER_SECOND,
 }
 """The report keys that are attributes (the rest of a report entry is upness or summary)."""
-
-Labels = Mapping[Kind, Mapping[str, Mapping[str, object]]]
 
 
 def register(commands: Any) -> None:
@@ -237,36 +227,6 @@ def read_labels(args: argparse.Namespace) -> Labels:
         return {}
 
 
-def read_resources(
-    store: EventStore, kinds: list[Kind], labels: Labels, now: int
-) -> Iterator[Resource]:
-    """Every live record (snapshot + log), every archive entry of ``kinds``, and every
-    retirement the log records that ``archive/`` does not hold (a copy of the log alone).
-
-    Live resources are named by the attributes recorded in the log; a report's labels
-    (``reports/latest.json``) fill in keys the log has none for (a history the Go megamon
-    wrote)."""
-    loaded_at = max(now, parse_now(None))  # what the clock allows, also for an older --now
-    for kind in kinds:
-        kind_labels = labels.get(kind, {})
-        history = load_kind(store, kind, loaded_at).history
-        gaps = unobserved_gaps(history.observed, now, UNOBSERVED_SLACK_NS)
-        for key, record in history.records.items():
-            attrs = history.attrs.get(key) or kind_labels.get(key, {})
-            detail = history.details.get(key, "")
-            yield Resource(kind, key, record, attrs, unobserved=gaps, detail=detail)
-        archived = set()
-        for key in store.archived_keys(kind):
-            for entry in store.read_archive(kind, key):
-                archived.add((entry.key, entry.retired_at))
-                yield Resource(kind, entry.key, entry.record, entry.attrs, entry.retired_at, gaps)
-        for retired in history.retired:  # the log's retirements, when archive/ lacks them
-            if (retired.key, retired.retired_at) not in archived:
-                yield Resource(
-                    kind, retired.key, retired.record, retired.attrs, retired.retired_at, gaps
-                )
-
-
 # --- writing -----------------------------------------------------------------------------
 
 
@@ -297,7 +257,8 @@ def _run_fleet(args: argparse.Namespace, window: Window, request: FleetRequest) 
         project = history_config(args).GKE.ProjectID
         return objects_at(Location(Medium.GCS, bucket=bucket, project=project))[0]
 
-    report = run_fleet(request, requested_kinds(args), window, bucket_objects)
+    detailed = args.format == "html"
+    report = run_fleet(request, requested_kinds(args), window, bucket_objects, detailed=detailed)
     _write(fleet_render.render(report, args.format), args.output)
     return EXIT_INCOMPLETE if report.unreadable else 0
 

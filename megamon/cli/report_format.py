@@ -23,6 +23,7 @@ from megamon.summary.availability import (
     AvailabilityReport,
     BandState,
     Incidents,
+    Resource,
     ResourceAvailability,
     TimeSplit,
     Window,
@@ -226,10 +227,16 @@ CHIP_COLUMNS: tuple[Column[ChipFigures], ...] = (
 )
 
 
+def resource_text(resource: Resource) -> str:
+    """``jobset ml/train``; ``east: jobset ml/train`` when it names its cluster (the fleet)."""
+    named = f"{resource.kind.value} {resource.name}"
+    return f"{resource.cluster}: {named}" if resource.cluster else named
+
+
 def down_now_line(down: DownNow, now: int) -> str:
     """``jobset ml/train down 14m: node pool v5p-128-a, maintenance``."""
-    r = down.figures.resource
-    return f"{r.kind.value} {r.name} down {duration_text(now - down.since)}: {down.cause}"
+    named = resource_text(down.figures.resource)
+    return f"{named} down {duration_text(now - down.since)}: {down.cause}"
 
 
 _SHOWN_AS = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -261,14 +268,13 @@ def _shown(char: str) -> str:
 def scheduled_line(scheduled: Scheduled, now: int) -> str:
     """``nodepool np maintenance in 2h 59m (2026-12-02T00:00:00Z), JobSet ml/train``; a time
     past is "due since"."""
-    r = scheduled.figures.resource
     when = timestamps.format_ns(scheduled.at)
     if scheduled.at >= now:
         ahead = f"in {duration_text(scheduled.at - now)} ({when})"
     else:
         ahead = f"due since {duration_text(now - scheduled.at)} ({when})"
     jobset = f", JobSet {scheduled.jobset}" if scheduled.jobset else ""
-    return f"{r.kind.value} {r.name} maintenance {ahead}{jobset}"
+    return f"{resource_text(scheduled.figures.resource)} maintenance {ahead}{jobset}"
 
 
 def text_table(columns: Sequence[Column[T]], rows: Sequence[T]) -> list[str]:

@@ -2,10 +2,16 @@
 script, no font, no image, no URL — so it can be mailed, attached to an incident or opened
 from a bucket without reaching any network.
 
-The page holds the window and the availability definition, the aggregate table, and one row
-per resource with its figures and a timeline: an SVG of the window with a band per state
-(colours in ``STATE_COLOURS``) and a shared time axis in UTC. Every resource string comes from
-the cluster or the history files, so everything is escaped.
+The page holds the window and the availability definition, the first screen (what the
+window cost and why, down now, the distributions, the worst resources), one row per resource
+with its figures and a timeline — an SVG of the window with a band per state (colours in
+``STATE_COLOURS``) and a shared time axis in UTC — and the tables. Every resource string comes
+from the cluster or the history files, so everything is escaped.
+
+The fleet page (``megamon.cli.fleet_render``) is built of the same pieces (``page``,
+``first_screen``, ``html_table``, ``details``, the timelines), with one row per cluster and
+kind (``group_section``) in place of the resources' table: a CSS grid whose rows are HTML
+``<details>``, so a group opens onto its resources' rows without a script.
 
 The page reads at 1,280 px without a horizontal scroll bar (``test_report_html`` measures it in
 Chromium): headers and resource names wrap, and timelines stretch to the width the table
@@ -24,16 +30,20 @@ bands. Tick labels are HTML placed by percentage, so the scaling never distorts 
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from string import Template
+from typing import TypeVar
 
 from megamon.cli.report_format import (
     AGGREGATE_COLUMNS,
     AVAILABILITY_DEFINITION,
     CHIP_COLUMNS,
+    FIGURE_COLUMNS,
     NONE_TEXT,
     Column,
+    Figures,
+    Windowed,
     chip_hours,
     down_now_line,
     duration_text,
@@ -44,6 +54,7 @@ from megamon.cli.report_format import (
     state_text,
 )
 from megamon.domain import timestamps
+from megamon.domain.summaries import ProvisioningState
 from megamon.summary.availability import (
     AvailabilityReport,
     Band,
@@ -51,6 +62,7 @@ from megamon.summary.availability import (
     ResourceAvailability,
 )
 from megamon.summary.chips import chip_figures, down_now
+from megamon.summary.groups import STATE_SEVERITY, GroupBand, GroupTimeline, group_timelines
 from megamon.summary.losses import (
     Distribution,
     Interruption,
@@ -64,6 +76,8 @@ from megamon.summary.losses import (
     worst_resources,
 )
 from megamon.summary.maintenance import maintenance_scheduled
+
+T = TypeVar("T")
 
 TIMELINE_UNITS = 500
 """Width of a timeline in SVG user units: its drawing resolution."""
@@ -85,6 +99,12 @@ MAX_TITLED_BANDS = 60
 """Bands get a tooltip (state, length, times) only in a timeline with no more than this:
 beyond it, tooltips would make the page many times larger and nobody hovers them all."""
 
+WORST_SHOWN = 10
+"""How many of the worst resources the first screen names (the fleet page: fewer, so its
+timelines of each cluster start on the first screen)."""
+FLEET_WORST_SHOWN = 5
+
+
 STATE_COLOURS: dict[BandState, str] = {
     BandState.UP: "#2f9e44",
     BandState.DOWN: "#f08c00",
@@ -102,15 +122,6 @@ STATE_LABELS: dict[BandState, str] = {
     BandState.PROVISIONING: "provisioning (excluded)",
     BandState.UNOBSERVED: "megamon not running (excluded)",
 }
-# Which state a pixel column shows when several share it: the one an SRE must not miss.
-_SEVERITY: dict[BandState, int] = {
-    BandState.UP: 0,
-    BandState.PROVISIONING: 1,
-    BandState.EXPECTED_DOWN: 2,
-    BandState.DOWN: 3,
-    BandState.FAILED: 4,
-}
-
 _S = timestamps.NANOS_PER_SECOND
 _M = 60 * _S
 _H = 60 * _M
@@ -134,12 +145,13 @@ th, td { padding: 3px 5px; border-bottom: 1px solid #e9ecef; text-align: left;
 th { font-weight: 600; background: #f8f9fa; position: sticky; top: 0; white-space: normal;
      vertical-align: bottom; }
 td.name { white-space: normal; overflow-wrap: anywhere; min-width: 13em; max-width: 20em; }
+td.wrap { white-space: normal; overflow-wrap: anywhere; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 table#resources { width: 100%; }
 td.timeline, th.timeline { padding: 0 8px; width: 100%; min-width: ${min_timeline}px; }
 .axis { position: relative; height: ${axis_height}px; font-weight: 400; font-size: 11px;
         color: #495057; }
-.axis span { position: absolute; top: 2px; transform: translateX(-50%); }
+.axis span { position: absolute; top: 2px; transform: translateX(-50%); white-space: nowrap; }
 .axis span.first { transform: none; }
 .axis span.last { transform: translateX(-100%); }
 .axis svg { position: absolute; left: 0; bottom: 0; }
@@ -156,6 +168,21 @@ figure.dist { margin: 8px 0; }
 figure.dist figcaption { font-size: 13px; font-weight: 600; }
 svg.dist text { font-size: 10px; fill: #495057; }
 details > summary { cursor: pointer; }
+.rows { font-size: 13px; }
+.row { display: grid; column-gap: 6px; align-items: center; padding: 3px 0;
+       border-bottom: 1px solid #e9ecef;
+       grid-template-columns: minmax(9em, 15em) 7em repeat(6, 4.3em) 8em
+                              minmax(${min_timeline}px, 1fr); }
+.row > .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.row > span.name { white-space: normal; overflow-wrap: anywhere; }
+.row > span.timeline { min-width: 0; padding: 0 8px; }
+.row .sub { display: block; }
+.row.head { font-weight: 600; background: #f8f9fa; align-items: end; }
+details.group > summary.row { list-style: none; background: #f8f9fa; }
+details.group > summary::-webkit-details-marker { display: none; }
+details.group > summary .name b::before { content: "▸ "; }
+details.group[open] > summary .name b::before { content: "▾ "; }
+details.group > .row.resource > .name { padding-left: 1.2em; }
 details > summary h2 { display: inline; }
 @media print { details { display: block; } }
 @media (max-width: ${narrow}px) { .axis span.minor { display: none; } }
@@ -166,12 +193,13 @@ _PAGE = Template("""<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>megamon report</title>
+<title>$title</title>
 <style>$css</style>
 </head>
 <body>
-<h1>megamon availability report</h1>
+<h1>$heading</h1>
 <p class="meta" id="window">$window</p>
+$meta
 <p class="meta" id="definition">$definition</p>
 <p class="meta legend">$legend</p>
 $body
@@ -212,7 +240,7 @@ def seconds_text(ns: int) -> str:
     return timestamps.format_ns(ns - ns % _S)
 
 
-def window_line(report: AvailabilityReport) -> str:
+def window_line(report: Windowed) -> str:
     """The report's window, to the second (the text format's ``window_text`` otherwise)."""
     since = "" if report.window.since is not None else " (all history)"
     length = duration_text(report.window.now - report.start)
@@ -240,20 +268,19 @@ def _band_title(band: Band, found: Sequence[Interruption] = ()) -> str:
 
 
 def _exact_rects(
-    bands: Sequence[Band], scale: Scale, titled: bool, found: Sequence[Interruption] = ()
+    bands: Sequence[Band | GroupBand], scale: Scale, titles: Sequence[str] | None
 ) -> Iterator[str]:
-    """One rectangle per band, widened to stay visible when shorter than a unit; a down
-    band's tooltip names its interruption's reason."""
-    for band in bands:
+    """One rectangle per band, widened to stay visible when shorter than a unit, with its
+    tooltip when ``titles`` gives them."""
+    for n, band in enumerate(bands):
         x0, x1 = scale.x(band.start), scale.x(band.end)
         if x1 - x0 < MIN_VISIBLE_UNITS:
             x1 = min(scale.width, x0 + MIN_VISIBLE_UNITS)
             x0 = x1 - MIN_VISIBLE_UNITS
-        title = _band_title(band, found) if titled else None
-        yield _rect(x0, x1, STATE_COLOURS[band.state], title)
+        yield _rect(x0, x1, STATE_COLOURS[band.state], titles[n] if titles else None)
 
 
-def _pixel_rects(bands: Sequence[Band], scale: Scale) -> Iterator[str]:
+def _pixel_rects(bands: Sequence[Band | GroupBand], scale: Scale) -> Iterator[str]:
     """At most one rectangle per unit-wide column, each the most severe state seen in it."""
     columns: list[BandState | None] = [None] * int(scale.width)
     last = len(columns) - 1
@@ -261,7 +288,7 @@ def _pixel_rects(bands: Sequence[Band], scale: Scale) -> Iterator[str]:
         first, final = int(scale.x(band.start)), int(scale.x(band.end))
         for px in range(min(first, last), min(max(final, first + 1), last + 1)):
             seen = columns[px]
-            if seen is None or _SEVERITY[band.state] > _SEVERITY[seen]:
+            if seen is None or STATE_SEVERITY[band.state] > STATE_SEVERITY[seen]:
                 columns[px] = band.state
     px = 0
     while px <= last:
@@ -274,19 +301,68 @@ def _pixel_rects(bands: Sequence[Band], scale: Scale) -> Iterator[str]:
         px = run
 
 
+def _band_rects(
+    bands: Sequence[Band | GroupBand], scale: Scale, title: Callable[[int], str]
+) -> Iterator[str]:
+    """``bands`` drawn exactly (with ``title(n)`` as the tooltip of the n-th when there are
+    at most ``MAX_TITLED_BANDS``), or column by column past ``TIMELINE_UNITS`` of them."""
+    if len(bands) > scale.width:
+        yield from _pixel_rects(bands, scale)
+        return
+    titles = [title(n) for n in range(len(bands))] if len(bands) <= MAX_TITLED_BANDS else None
+    yield from _exact_rects(bands, scale, titles)
+
+
 def _marks(
     figures: ResourceAvailability, scale: Scale, found: Sequence[Interruption] = ()
 ) -> Iterator[str]:
     """The span in the up colour, and every other band over it: the bands tile the span, so
-    only what is not up needs a rectangle of its own — half of them, or fewer."""
+    only what is not up needs a rectangle of its own — half of them, or fewer; a down band's
+    tooltip names its interruption's reason."""
     r = figures.resource
     span = f"{r.name}: {seconds_text(figures.start)} .. {seconds_text(figures.end)}"
     yield _rect(scale.x(figures.start), scale.x(figures.end), STATE_COLOURS[BandState.UP], span)
     others = [b for b in figures.bands if b.state is not BandState.UP]
-    if len(others) > scale.width:
-        yield from _pixel_rects(others, scale)
-    else:
-        yield from _exact_rects(others, scale, len(others) <= MAX_TITLED_BANDS, found)
+    yield from _band_rects(others, scale, lambda n: _band_title(others[n], found))
+
+
+def _group_band_title(band: GroupBand) -> str:
+    start, end = seconds_text(band.start), seconds_text(band.end)
+    length = duration_text(band.end - band.start)
+    return f"{band.state.value} {band.in_state} of {band.present}, {length}: {start} .. {end}"
+
+
+def _group_marks(group: GroupTimeline, scale: Scale) -> Iterator[str]:
+    """The spans in which a member existed in the up colour, and every other state of the
+    aggregate over them, each saying how many members were in it."""
+    for start, end in group.spans:
+        yield _rect(scale.x(start), scale.x(end), STATE_COLOURS[BandState.UP])
+    others = [b for b in group.bands if b.state is not BandState.UP]
+    yield from _band_rects(others, scale, lambda n: _group_band_title(others[n]))
+
+
+def _svg(marks: Iterable[str], scale: Scale, ticks: Sequence[int], label: str) -> str:
+    """A timeline: grey where nothing existed, the ``marks``, the grid of the ``ticks``."""
+    grid = "".join(
+        f'<line x1="{scale.x(t):.1f}" y1="0" x2="{scale.x(t):.1f}" y2="{BAND_HEIGHT}" '
+        f'stroke="#ffffff" stroke-opacity="0.6" vector-effect="non-scaling-stroke"/>'
+        for t in ticks
+    )
+    return (
+        f'<svg class="timeline" width="100%" height="{BAND_HEIGHT}" '
+        f'viewBox="0 0 {scale.width:.0f} {BAND_HEIGHT}" preserveAspectRatio="none" '
+        f'shape-rendering="crispEdges" role="img" aria-label="{_e(label)}">'
+        f"{_rect(0, scale.width, NO_DATA_COLOUR)}{''.join(marks)}{grid}</svg>"
+    )
+
+
+def group_timeline_svg(group: GroupTimeline, scale: Scale, ticks: Sequence[int]) -> str:
+    """A cluster's resources of one kind as one timeline: the worst state at each instant."""
+    label = (
+        f"timeline of {group.cluster} {group.kind.value}: {len(group.members)} resources, "
+        f"availability {percent_text(group.figures.availability)}"
+    )
+    return _svg(_group_marks(group, scale), scale, ticks, label)
 
 
 def timeline_svg(
@@ -297,21 +373,10 @@ def timeline_svg(
 ) -> str:
     """The resource's bands over the whole window; grey where it did not exist; ``found``
     (its interruptions) names the reason of each down band."""
-    grid = "".join(
-        f'<line x1="{scale.x(t):.1f}" y1="0" x2="{scale.x(t):.1f}" y2="{BAND_HEIGHT}" '
-        f'stroke="#ffffff" stroke-opacity="0.6" vector-effect="non-scaling-stroke"/>'
-        for t in ticks
-    )
     label = (
         f"timeline of {figures.resource.name}: availability {percent_text(figures.availability)}"
     )
-    return (
-        f'<svg class="timeline" width="100%" height="{BAND_HEIGHT}" '
-        f'viewBox="0 0 {scale.width:.0f} {BAND_HEIGHT}" preserveAspectRatio="none" '
-        f'shape-rendering="crispEdges" role="img" aria-label="{_e(label)}">'
-        f"{_rect(0, scale.width, NO_DATA_COLOUR)}{''.join(_marks(figures, scale, found))}"
-        f"{grid}</svg>"
-    )
+    return _svg(_marks(figures, scale, found), scale, ticks, label)
 
 
 # --- the axis ----------------------------------------------------------------------------
@@ -411,13 +476,29 @@ def _cell(text: str, right: bool) -> str:
     return f'<td class="num">{_e(text)}</td>' if right else f"<td>{_e(text)}</td>"
 
 
-def aggregate_table(report: AvailabilityReport) -> str:
-    head = "".join(_header_cell(c.header, c.right) for c in AGGREGATE_COLUMNS)
-    rows = "".join(
-        "<tr>" + "".join(_cell(c.cell(a), c.right) for c in AGGREGATE_COLUMNS) + "</tr>"
-        for a in report.aggregates
+def html_table(
+    ident: str, columns: Sequence[Column[T]], rows: Iterable[T], wrapping: Sequence[str] = ()
+) -> str:
+    """A table of ``rows``, one cell per column; the cells of the columns headed in
+    ``wrapping`` (names from the cluster, accelerators) may wrap after a hyphen or anywhere,
+    the others do not."""
+    head = "".join(_header_cell(c.header, c.right) for c in columns)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="wrap">{_e(c.cell(row)).replace("-", "-<wbr>")}</td>'
+            if c.header in wrapping
+            else _cell(c.cell(row), c.right)
+            for c in columns
+        )
+        + "</tr>"
+        for row in rows
     )
-    return f'<table id="aggregates"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    return f'<table id="{ident}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def aggregate_table(report: AvailabilityReport) -> str:
+    return html_table("aggregates", AGGREGATE_COLUMNS, report.aggregates)
 
 
 def chip_section(report: AvailabilityReport) -> str:
@@ -425,12 +506,7 @@ def chip_section(report: AvailabilityReport) -> str:
     chips = chip_figures(report.resources)
     if not chips:
         return ""
-    head = "".join(_header_cell(c.header, c.right) for c in CHIP_COLUMNS)
-    rows = "".join(
-        "<tr>" + "".join(_cell(c.cell(f), c.right) for c in CHIP_COLUMNS) + "</tr>" for f in chips
-    )
-    table = f'<table id="chips"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
-    return _details("Weighted by TPU chips", table, "by-chips")
+    return details("Weighted by TPU chips", html_table("chips", CHIP_COLUMNS, chips), "by-chips")
 
 
 def down_now_section(report: AvailabilityReport) -> str:
@@ -452,15 +528,14 @@ def maintenance_section(report: AvailabilityReport) -> str:
     return f'<h2>Maintenance scheduled</h2><ul id="maintenance-scheduled">{items}</ul>'
 
 
-# (header, right-aligned, cell) of the resource rows, left of the timeline.
+SHOWN_FIGURES = ("AVAIL", "DOWN", "INTR", "REC", "MTTR", "MTBI")
+FIGURE_CELLS: tuple[Column[Figures], ...] = tuple(
+    c for c in FIGURE_COLUMNS if c.header in SHOWN_FIGURES
+)
+"""The figures beside a timeline, a resource's or a group's (the text table's columns)."""
 _CELL_COLUMNS: tuple[Column[ResourceAvailability], ...] = (
     Column("STATE", state_text),
-    Column("AVAIL", lambda f: percent_text(f.availability), right=True),
-    Column("DOWN", lambda f: duration_text(f.times.down), right=True),
-    Column("INTR", lambda f: str(f.incidents.interruptions), right=True),
-    Column("REC", lambda f: str(f.incidents.recoveries), right=True),
-    Column("MTTR", lambda f: duration_text(f.mttr), right=True),
-    Column("MTBI", lambda f: duration_text(f.mtbi), right=True),
+    *FIGURE_CELLS,
     Column("PROVISIONING", provisioning_text),
 )
 _RESOURCE_CELLS: tuple[tuple[str, bool, Column[ResourceAvailability]], ...] = tuple(
@@ -468,11 +543,17 @@ _RESOURCE_CELLS: tuple[tuple[str, bool, Column[ResourceAvailability]], ...] = tu
 )
 
 
-def _resource_label(figures: ResourceAvailability) -> str:
+def resource_shape(figures: ResourceAvailability) -> str:
+    """``east · nodepool · tpu-v5p-slice · 2x2x1 · key``: the cluster (on the fleet page), the
+    kind, the shape, and the key when the name is not it."""
     r = figures.resource
-    shape = " · ".join(filter(None, (r.kind.value, r.accelerator, r.topology)))
-    key = "" if r.name == r.key else f" · {r.key}"
-    return f'<td class="name"><div>{_e(r.name)}</div><div class="sub">{_e(shape + key)}</div></td>'
+    key = r.key if r.name != r.key else ""
+    return " · ".join(filter(None, (r.cluster, r.kind.value, r.accelerator, r.topology, key)))
+
+
+def _resource_label(figures: ResourceAvailability) -> str:
+    name, shape = _e(figures.resource.name), _e(resource_shape(figures))
+    return f'<td class="name"><div>{name}</div><div class="sub">{shape}</div></td>'
 
 
 def _worst_first(report: AvailabilityReport) -> list[ResourceAvailability]:
@@ -500,6 +581,86 @@ def resource_table(report: AvailabilityReport) -> str:
         for f in _worst_first(report)
     )
     return f'<table id="resources"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+# --- the fleet page's timelines: one row per cluster and kind ------------------------------
+
+
+def _grid_cell(text: str, right: bool) -> str:
+    return f'<span class="num">{_e(text)}</span>' if right else f"<span>{_e(text)}</span>"
+
+
+def _group_state(group: GroupTimeline) -> str:
+    """How many of its live members are down at the end of the window."""
+    live = sum(1 for f in group.members if f.resource.live)
+    down = group.down_now
+    return f"{down} of {live} down" if down else f"{live} live"
+
+
+_PROVISIONING_WORDS = (
+    (ProvisioningState.SUCCESS, "ok"),
+    (ProvisioningState.PROVISIONING, "running"),
+    (ProvisioningState.FAILED, "failed"),
+)
+"""A group's provisioning counts, as the tables head them (PROV-OK, PROV-RUNNING, …)."""
+
+
+def _group_provisioning(group: GroupTimeline) -> str:
+    states = group.figures.provisioning_states
+    counted = [f"{states[s]} {word}" for s, word in _PROVISIONING_WORDS if states.get(s)]
+    return ", ".join(counted) or NONE_TEXT
+
+
+def _group_row(group: GroupTimeline, scale: Scale, marks: Sequence[int]) -> str:
+    count = len(group.members)
+    label = (
+        f'<span class="name"><b>{_e(group.cluster)}</b>'
+        f'<span class="sub">{_e(group.kind.value)} · {count} '
+        f"resource{'s' if count != 1 else ''}</span></span>"
+    )
+    cells = "".join(_grid_cell(c.cell(group.figures), c.right) for c in FIGURE_CELLS)
+    return (
+        f'<summary class="row">{label}{_grid_cell(_group_state(group), False)}{cells}'
+        f"{_grid_cell(_group_provisioning(group), False)}"
+        f'<span class="timeline">{group_timeline_svg(group, scale, marks)}</span></summary>'
+    )
+
+
+def _member_row(
+    figures: ResourceAvailability, report: AvailabilityReport, scale: Scale, marks: Sequence[int]
+) -> str:
+    r = figures.resource
+    label = (
+        f'<span class="name">{_e(r.name)}<span class="sub">{_e(resource_shape(figures))}'
+        "</span></span>"
+    )
+    cells = "".join(_grid_cell(c.cell(figures), right) for _, right, c in _RESOURCE_CELLS)
+    found = interruptions(figures, report.window)
+    return (
+        f'<div class="row resource">{label}{cells}'
+        f'<span class="timeline">{timeline_svg(figures, scale, marks, found)}</span></div>'
+    )
+
+
+def group_section(report: AvailabilityReport) -> str:
+    """One timeline row per cluster and kind (``summary.groups``: the worst state of its
+    resources at each instant), each opening — an HTML ``<details>``, no script — onto its
+    resources' rows; the group with the worst resource first, and each group's resources
+    worst first."""
+    scale = Scale(report.start, report.window.now)
+    marks = ticks(report.start, report.window.now)
+    head = (
+        '<div class="row head"><span>CLUSTER · KIND</span>'
+        + "".join(_grid_cell(h, right) for h, right, _ in _RESOURCE_CELLS)
+        + f'<span class="timeline">{axis_html(scale, marks)}</span></div>'
+    )
+    groups = "".join(
+        f'<details class="group" id="group-{n}">{_group_row(group, scale, marks)}'
+        + "".join(_member_row(f, report, scale, marks) for f in group.members)
+        + "</details>"
+        for n, group in enumerate(group_timelines(_worst_first(report)))
+    )
+    return f'<div id="groups" class="rows">{head}{groups}</div>'
 
 
 REASON_PALETTE = ("#c92a2a", "#e8590c", "#f08c00", "#5f3dc4", "#1971c2", "#0c8599", "#495057")
@@ -611,9 +772,9 @@ def distributions_section(report: AvailabilityReport) -> str:
     return f'<div id="distributions">{"".join(parts)}</div>' if parts else ""
 
 
-def worst_section(report: AvailabilityReport) -> str:
-    """The resources that lost the most, with why."""
-    worst = worst_resources(report)
+def worst_section(report: AvailabilityReport, limit: int = WORST_SHOWN) -> str:
+    """The ``limit`` resources that lost the most, with why."""
+    worst = worst_resources(report, limit)
     if not worst:
         return ""
     rows = "".join(_worst_row(w) for w in worst)
@@ -652,21 +813,14 @@ def _worst_row(worst: Worst) -> str:
     return f"<tr>{cells}</tr>"
 
 
-def _details(title: str, body: str, ident: str) -> str:
+def details(title: str, body: str, ident: str) -> str:
     """A section a reader opens when needed; it prints open."""
     return f'<details id="{ident}"><summary><h2>{_e(title)}</h2></summary>{body}</details>'
 
 
 def rollup_table(report: AvailabilityReport) -> str:
-    head = "".join(
-        _header_cell(c.header, c.right) for c in AGGREGATE_COLUMNS if c.header != "TOPOLOGY"
-    )
     columns = [c for c in AGGREGATE_COLUMNS if c.header != "TOPOLOGY"]
-    rows = "".join(
-        "<tr>" + "".join(_cell(c.cell(a), c.right) for c in columns) + "</tr>"
-        for a in accelerator_rollup(report)
-    )
-    return f'<table id="accelerators"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    return html_table("accelerators", columns, accelerator_rollup(report))
 
 
 def _legend() -> str:
@@ -680,28 +834,46 @@ def _legend() -> str:
     )
 
 
-def render_html(report: AvailabilityReport) -> str:
-    """The whole page: what the window cost and why, what is down now, the distributions,
-    the worst resources, every timeline (worst first), then the tables, collapsed."""
-    if report.resources:
-        body = (
-            headline_section(report)
-            + down_now_section(report)
-            + maintenance_section(report)
-            + distributions_section(report)
-            + worst_section(report)
-            + '<h2 id="timelines">Timelines</h2>'
-            + resource_table(report)
-            + _details("By accelerator", rollup_table(report), "by-accelerator")
-            + _details("By kind, accelerator and topology", aggregate_table(report), "by-shape")
-            + chip_section(report)
-        )
-    else:
-        body = "<p>No resources in the window.</p>"
+def first_screen(report: AvailabilityReport, worst: int = WORST_SHOWN) -> str:
+    """What the window cost and why, what is down now and what maintenance is scheduled, the
+    distributions, the worst resources: the answers above the timelines, on the one-history
+    page and the fleet page alike."""
+    return (
+        headline_section(report)
+        + down_now_section(report)
+        + maintenance_section(report)
+        + distributions_section(report)
+        + worst_section(report, worst)
+    )
+
+
+def page(title: str, window: str, body: str, meta: Sequence[str] = (), css: str = "") -> str:
+    """A whole page: the heading, the window, the ``meta`` lines, the availability
+    definition, the legend of the states, the body; ``css`` added to the stylesheet."""
     return _PAGE.substitute(
-        css=_CSS,
-        window=_e(window_line(report)),
+        title=_e(title),
+        heading=_e(title),
+        css=_CSS + css,
+        window=_e(window),
+        meta="".join(f'<p class="meta">{_e(line)}</p>' for line in meta),
         definition=_e(AVAILABILITY_DEFINITION.capitalize() + "."),
         legend=_legend(),
         body=body,
     )
+
+
+def render_html(report: AvailabilityReport) -> str:
+    """The whole page: the first screen, every timeline (worst first), then the tables,
+    collapsed."""
+    if report.resources:
+        body = (
+            first_screen(report)
+            + '<h2 id="timelines">Timelines</h2>'
+            + resource_table(report)
+            + details("By accelerator", rollup_table(report), "by-accelerator")
+            + details("By kind, accelerator and topology", aggregate_table(report), "by-shape")
+            + chip_section(report)
+        )
+    else:
+        body = "<p>No resources in the window.</p>"
+    return page("megamon availability report", window_line(report), body)

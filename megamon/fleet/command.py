@@ -20,13 +20,15 @@ from pathlib import Path, PurePosixPath
 from tqdm import tqdm
 
 from megamon.domain.kinds import Kind
-from megamon.errors import ConfigError
+from megamon.errors import ConfigError, MegamonError
 from megamon.fleet.cache import HistoryCache, check_pattern, refusal
-from megamon.fleet.engine import History, fleet_report
+from megamon.fleet.engine import History, fleet_report, history_labels
 from megamon.fleet.model import FleetReport, Unreadable
+from megamon.fleet.resources import read_resources
 from megamon.stores.base import ObjectBackend
+from megamon.stores.local import LocalEventStore
 from megamon.stores.readonly import ReadOnlyObjects
-from megamon.summary.availability import Window
+from megamon.summary.availability import AvailabilityReport, Resource, Window, availability_report
 
 log = logging.getLogger(__name__)
 
@@ -128,14 +130,40 @@ def bucket_histories(
     return histories, unreadable
 
 
+def detail(
+    histories: Sequence[History], kinds: Sequence[Kind], window: Window, left_out: set[str]
+) -> tuple[AvailabilityReport, list[Unreadable]]:
+    """The summary's report of every history's resources, each naming its cluster, read as
+    ``megamon report`` reads one history (``megamon.fleet.resources``); the clusters in
+    ``left_out`` (the SQL could not read them) are not read again. A history this reading
+    fails on is named like one the SQL could not read."""
+    resources: list[Resource] = []
+    unreadable = []
+    for history in histories:
+        if history.cluster in left_out:
+            continue
+        store = LocalEventStore(history.root, read_only=True)
+        labels = history_labels(history.root)
+        try:
+            resources += read_resources(store, kinds, labels, window.now, cluster=history.cluster)
+        except (MegamonError, OSError) as err:
+            reason = str(err) if isinstance(err, MegamonError) else f"{history.root}: {err}"
+            log.warning("cluster %s left out of the page's timelines: %s", history.cluster, reason)
+            unreadable.append(Unreadable(history.cluster, reason))
+    return availability_report(resources, window), unreadable
+
+
 def run_fleet(
     request: FleetRequest,
     kinds: Sequence[Kind],
     window: Window,
     objects: Callable[[str], ObjectBackend],
+    *,
+    detailed: bool = False,
 ) -> FleetReport:
     """The fleet report the options ask for; ``objects(bucket)`` opens a bucket (it is read
-    through ``ReadOnlyObjects`` whatever it allows)."""
+    through ``ReadOnlyObjects`` whatever it allows). ``detailed``: with ``FleetReport.detail``
+    (the HTML page's timelines, reasons and what is down now)."""
     if request.bucket is not None and request.events_dirs:
         raise ConfigError("give --events-dir or --bucket, not both")
     columnar: Path | None = None
@@ -165,7 +193,12 @@ def run_fleet(
         report = fleet_report(
             histories, kinds, window, step=lambda _: bar.update(), columnar_dir=columnar
         )
-    if not not_fetched:
+    not_detailed: list[Unreadable] = []
+    if detailed:
+        left_out = {u.cluster for u in report.unreadable}
+        summary, not_detailed = detail(histories, kinds, window, left_out)
+        report = replace(report, detail=summary)
+    if not not_fetched and not not_detailed:
         return report
-    unreadable = sorted([*not_fetched, *report.unreadable], key=lambda u: u.cluster)
+    unreadable = sorted([*not_fetched, *report.unreadable, *not_detailed], key=lambda u: u.cluster)
     return replace(report, unreadable=tuple(unreadable))

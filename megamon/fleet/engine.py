@@ -82,7 +82,7 @@ def connect(workdir: Path, threads: int | None = None) -> duckdb.DuckDBPyConnect
     return con
 
 
-def _labels(root: Path) -> dict[Kind, dict[str, dict[str, object]]]:
+def history_labels(root: Path) -> dict[Kind, dict[str, dict[str, object]]]:
     """``reports/latest.json``'s attributes; empty (with a note) when missing or unreadable,
     as in ``megamon report``: labels only decorate the figures."""
     path = root / LATEST_REPORT
@@ -102,7 +102,7 @@ def stage_history(rows: CsvRelations, history: History, kinds: Sequence[Kind]) -
     parsed raises (``EventFileError``) instead of being copied aside, and nothing is staged
     before the whole history was read, so a history that fails leaves no rows behind."""
     store = LocalEventStore(history.root, read_only=True)
-    labels = _labels(history.root)
+    labels = history_labels(history.root)
     cluster = history.cluster
     staged: list[Callable[[], None]] = []
     for kind in kinds:

@@ -7,6 +7,11 @@ MTTR, MTBI, mean provisioning) and renderings of ``megamon.summary`` and ``megam
 not a copy of them. The SQL returns figures, not events: a resource carries no bands and an
 empty record, and its attributes are the ones the report reads (name parts, accelerator,
 topology, chips).
+
+The HTML page needs what the SQL does not return — each resource's bands, its interruptions
+and their reasons, what is down now — so for it the histories are also read as the summary's
+resources (``megamon.fleet.resources``, the one-history report's own reading) and summarized
+by the summary stage: ``FleetReport.detail``.
 """
 
 from __future__ import annotations
@@ -15,7 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from megamon.domain.kinds import Kind
-from megamon.summary.availability import Aggregate, ResourceAvailability, Window
+from megamon.summary.availability import (
+    Aggregate,
+    AvailabilityReport,
+    ResourceAvailability,
+    Window,
+)
 from megamon.summary.chips import ChipTime
 
 FLEET = "*"
@@ -63,6 +73,9 @@ class FleetReport:
     chip_times: Mapping[GroupKey, ChipTime] = field(default_factory=dict)
     unreadable: tuple[Unreadable, ...] = ()
     skipped_segments: tuple[SkippedSegment, ...] = ()
+    detail: AvailabilityReport | None = None
+    """The summary stage's report of every readable cluster's resources (each naming its
+    cluster, with bands and records), for the page; ``None`` unless it was asked for."""
 
     def chip_time(self, aggregate: Aggregate) -> ChipTime:
         """The aggregate's chip-weighted time (zero when none of its resources has chips)."""

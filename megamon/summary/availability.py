@@ -520,9 +520,12 @@ def shape_order(kind: Kind, accelerator: str, topology: str) -> tuple[tuple[int,
     return (_kind_rank(kind), accelerator, topology)
 
 
-def _sort_key(figures: ResourceAvailability) -> tuple[tuple[int, str], str, str, int]:
+def _sort_key(
+    figures: ResourceAvailability,
+) -> tuple[str, tuple[tuple[int, str], str, str, int]]:
+    """The cluster first (empty in a one-history report), then ``resource_order``."""
     r = figures.resource
-    return resource_order(r.kind, r.name, r.key, r.retired_at)
+    return (r.cluster, resource_order(r.kind, r.name, r.key, r.retired_at))
 
 
 def aggregate(figures: Iterable[ResourceAvailability]) -> tuple[Aggregate, ...]:
@@ -559,8 +562,9 @@ def aggregate_group(key: tuple[Kind, str, str], members: list[ResourceAvailabili
 
 
 def availability_report(resources: Iterable[Resource], window: Window) -> AvailabilityReport:
-    """Figures of every resource that overlaps ``window``, sorted by kind, name, key, and
-    their aggregates."""
+    """Figures of every resource that overlaps ``window``, sorted by cluster (the fleet
+    page's resources name theirs), kind, name, key, and their aggregates (every cluster's
+    resources of a shape together)."""
     figures = [f for r in resources if (f := resource_availability(r, window)) is not None]
     figures.sort(key=_sort_key)
     if window.since is not None:

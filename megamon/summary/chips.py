@@ -97,7 +97,7 @@ class DownNow:
 def down_now(resources: Sequence[ResourceAvailability]) -> list[DownNow]:
     """Live resources in an interruption now, longest first, with their causes."""
     pools = {
-        f.resource.key: found[1]
+        (f.resource.cluster, f.resource.key): found[1]
         for f in resources
         if f.resource.kind == Kind.NODEPOOL
         and f.resource.live
@@ -110,14 +110,24 @@ def down_now(resources: Sequence[ResourceAvailability]) -> list[DownNow]:
             continue
         since, reason = found
         result.append(DownNow(figures, since, reason, _cause(reason, figures, pools)))
-    result.sort(key=lambda d: (d.since, d.figures.resource.kind.value, d.figures.resource.key))
+    result.sort(
+        key=lambda d: (
+            d.since,
+            d.figures.resource.kind.value,
+            d.figures.resource.cluster,
+            d.figures.resource.key,
+        )
+    )
     return result
 
 
-def _cause(reason: str, figures: ResourceAvailability, pools: dict[str, str]) -> str:
+def _cause(reason: str, figures: ResourceAvailability, pools: dict[tuple[str, str], str]) -> str:
+    """The reason, or for ``nodepool`` each pool named with its own reason: the pools of the
+    resource's own cluster (a fleet's clusters may name their pools alike)."""
     detail = figures.resource.detail
+    cluster = figures.resource.cluster
     if reason == NODEPOOL and detail:
-        named = [f"node pool {p}, {pools[p]}" if p in pools else f"node pool {p}"
-                 for p in detail.split(",")]  # fmt: skip
+        named = [f"node pool {p}, {pools[cluster, p]}" if (cluster, p) in pools
+                 else f"node pool {p}" for p in detail.split(",")]  # fmt: skip
         return "; ".join(named)
     return f"{reason}: {detail}" if detail else reason

@@ -26,7 +26,7 @@ figures.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -96,16 +96,21 @@ def _periods(figures: ResourceAvailability, now: int) -> list[tuple[int, int | N
 
 
 def _overlap(bands: Sequence[Band], start: int, end: int) -> int:
-    """Down and failed time of ``bands`` inside ``[start, end)``."""
+    """Down and failed time of ``bands`` (in time order) inside ``[start, end)``: from the
+    first band that ends after ``start`` (found by bisection: a resource with many
+    interruptions must not scan its bands once per interruption)."""
     total = 0
-    for band in bands:
-        if band.end <= start:
-            continue
+    for i in range(bisect_right(bands, start, key=_band_end), len(bands)):
+        band = bands[i]
         if band.start >= end:
             break
         if band.state in _DOWN_STATES:
             total += min(band.end, end) - max(band.start, start)
     return total
+
+
+def _band_end(band: Band) -> int:
+    return band.end
 
 
 def interruptions(figures: ResourceAvailability, window: Window) -> tuple[Interruption, ...]:
@@ -250,7 +255,12 @@ def worst_resources(report: AvailabilityReport, limit: int = 10) -> list[Worst]:
             )
         )
     ranked.sort(
-        key=lambda w: (-w.lost_chip_seconds, w.figures.resource.kind.value, w.figures.resource.name)
+        key=lambda w: (
+            -w.lost_chip_seconds,
+            w.figures.resource.kind.value,
+            w.figures.resource.name,
+            w.figures.resource.cluster,
+        )
     )
     return ranked[:limit]
 

@@ -200,7 +200,7 @@ def test_the_page_makes_no_request() -> None:
 def test_a_short_outage_stays_visible() -> None:
     scale = report_html.Scale(T0, T0 + 30 * D)
     outage = [Band(T0 + D, T0 + D + 10 * S, BandState.DOWN)]
-    (rect,) = report_html._exact_rects(outage, scale, titled=True)
+    (rect,) = report_html._exact_rects(outage, scale, ["down 10s"])
     width = float(re.search(r'width="([0-9.]+)"', rect).group(1))  # type: ignore[union-attr]
     assert width >= report_html.MIN_VISIBLE_UNITS
 
@@ -235,3 +235,18 @@ def test_ticks_are_round_utc_instants_that_fit() -> None:
     marks = report_html.ticks(T0 + 90 * M, T0 + 7 * D + 90 * M)
     assert marks[0] == T0 + D and all(b - a == D for a, b in itertools.pairwise(marks))
     assert len(report_html.ticks(T0, T0 + 3 * H)) <= 8
+
+
+def test_a_crowded_timeline_with_time_megamon_was_not_running_is_drawn() -> None:
+    """Past ``TIMELINE_UNITS`` bands, columns keep the worst state, unobserved time included."""
+    scale = report_html.Scale(T0, T0 + 20_000 * M)
+    bands = [
+        Band(
+            T0 + i * 10 * M,
+            T0 + i * 10 * M + 5 * M,
+            BandState.DOWN if i % 2 else BandState.UNOBSERVED,
+        )
+        for i in range(2_000)
+    ]
+    rects = list(report_html._pixel_rects(bands, scale))
+    assert rects and all(report_html.STATE_COLOURS[BandState.DOWN] in r for r in rects)

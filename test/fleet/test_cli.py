@@ -165,7 +165,7 @@ def test_table_and_html_name_the_clusters(
         capsys, "--events-dir", str(clusters), "--clusters", "*", "--format", "html"
     )
     assert status == 0
-    assert page.startswith("<!doctype html>") and "east" in page and "west" in page
+    assert page.startswith("<!DOCTYPE html>") and "east" in page and "west" in page
     assert "<script" not in page and "http" not in page
 
 

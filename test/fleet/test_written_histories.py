@@ -18,13 +18,13 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from megamon.cli.report import read_resources
 from megamon.domain import timestamps
 from megamon.domain.interruptions import ERROR, MAINTENANCE, PREEMPTION, UNKNOWN
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs
 from megamon.fleet.engine import History, fleet_report
 from megamon.fleet.model import FLEET, FleetReport
+from megamon.fleet.resources import read_resources
 from megamon.stores.local import LocalEventStore
 from megamon.summary.availability import AvailabilityReport, Window, availability_report
 from test.fleet.written import DOWN, FAILED, PLANNED, UP, Run, Step, log_only, snapshots_only

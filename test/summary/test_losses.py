@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from megamon.cli.report import read_resources
 from megamon.domain.events import EventRecord, UpEvent
 from megamon.domain.interruptions import MAINTENANCE, NODE_LOST, PREEMPTION, UNKNOWN, Cause
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
 from megamon.domain.summaries import ProvisioningState
+from megamon.fleet.resources import read_resources
 from megamon.recording.eventlog import EventLog
 from megamon.stores.local import LocalEventStore
 from megamon.summary.availability import (

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from megamon.cli import report_format, report_html
-from megamon.cli.report import read_resources
 from megamon.codec.log import TYPE_EVENT
 from megamon.domain import interruptions, labels
 from megamon.domain.events import FLAG_UP
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.domain.reports import Report
+from megamon.fleet.resources import read_resources
 from megamon.recording.loading import load_kind
 from megamon.summary.availability import Window, availability_report
 from test.integration.scenarios.world import Megamon, World

@@ -13,11 +13,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from megamon.cli import report_format, report_html
-from megamon.cli.report import read_resources
 from megamon.domain import interruptions, labels, timestamps
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import NodePoolAttrs, Observation
 from megamon.domain.reports import Report
+from megamon.fleet.resources import read_resources
 from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 from megamon.recording.loading import load_kind
 from megamon.summary.availability import AvailabilityReport, Window, availability_report
