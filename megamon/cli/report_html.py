@@ -40,9 +40,11 @@ from megamon.cli.report_format import (
     percent_text,
     provisioning_text,
     reason_counts_text,
+    restart_timed_by,
     scheduled_line,
     state_text,
 )
+from megamon.domain import interruptions as reasons
 from megamon.domain import timestamps
 from megamon.summary.availability import (
     AvailabilityReport,
@@ -220,8 +222,18 @@ def window_line(report: AvailabilityReport) -> str:
     return f"window {start} .. {end}, {length}{since}"
 
 
-def _cause_of(band: Band, found: Sequence[Interruption]) -> str:
-    """``: maintenance (detail)`` for a down band inside an interruption, else ``""``."""
+def _timing(interruption: Interruption, found: Sequence[Interruption], timed: str) -> str:
+    """``, timed by condition`` on the latest restart of a JobSet whose history says how it
+    was timed (``restartTimedBy``), else ``""``."""
+    restarts = [i for i in found if i.reason == reasons.RESTART]
+    if timed and restarts and restarts[-1] is interruption:
+        return f", timed by {timed}"
+    return ""
+
+
+def _cause_of(band: Band, found: Sequence[Interruption], timed: str = "") -> str:
+    """``: maintenance (detail)`` for a down band inside an interruption, else ``""``; the
+    latest restart says how it was timed (``timed``)."""
     if band.state not in (BandState.DOWN, BandState.FAILED):
         return ""
     for interruption in found:
@@ -229,27 +241,32 @@ def _cause_of(band: Band, found: Sequence[Interruption]) -> str:
             interruption.end is None or band.start < interruption.end
         ):
             detail = f" ({interruption.detail})" if interruption.detail else ""
-            return f", {interruption.reason}{detail}"
+            timing = _timing(interruption, found, timed)
+            return f", {interruption.reason}{detail}{timing}"
     return ""
 
 
-def _band_title(band: Band, found: Sequence[Interruption] = ()) -> str:
+def _band_title(band: Band, found: Sequence[Interruption] = (), timed: str = "") -> str:
     start, end = seconds_text(band.start), seconds_text(band.end)
     length = duration_text(band.end - band.start)
-    return f"{band.state.value} {length}{_cause_of(band, found)}: {start} .. {end}"
+    return f"{band.state.value} {length}{_cause_of(band, found, timed)}: {start} .. {end}"
 
 
 def _exact_rects(
-    bands: Sequence[Band], scale: Scale, titled: bool, found: Sequence[Interruption] = ()
+    bands: Sequence[Band],
+    scale: Scale,
+    titled: bool,
+    found: Sequence[Interruption] = (),
+    timed: str = "",
 ) -> Iterator[str]:
     """One rectangle per band, widened to stay visible when shorter than a unit; a down
-    band's tooltip names its interruption's reason."""
+    band's tooltip names its interruption's reason (and how the latest restart was timed)."""
     for band in bands:
         x0, x1 = scale.x(band.start), scale.x(band.end)
         if x1 - x0 < MIN_VISIBLE_UNITS:
             x1 = min(scale.width, x0 + MIN_VISIBLE_UNITS)
             x0 = x1 - MIN_VISIBLE_UNITS
-        title = _band_title(band, found) if titled else None
+        title = _band_title(band, found, timed) if titled else None
         yield _rect(x0, x1, STATE_COLOURS[band.state], title)
 
 
@@ -286,7 +303,8 @@ def _marks(
     if len(others) > scale.width:
         yield from _pixel_rects(others, scale)
     else:
-        yield from _exact_rects(others, scale, len(others) <= MAX_TITLED_BANDS, found)
+        titled = len(others) <= MAX_TITLED_BANDS
+        yield from _exact_rects(others, scale, titled, found, restart_timed_by(r))
 
 
 def timeline_svg(

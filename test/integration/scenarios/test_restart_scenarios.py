@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from megamon.cli import report_format, report_html
+from megamon.cli.report import read_resources
 from megamon.domain import interruptions, restarts
 from megamon.domain.events import UpEvent
 from megamon.domain.kinds import Kind
@@ -18,6 +20,7 @@ from megamon.domain.observations import JobSetAttrs, Observation
 from megamon.domain.reports import Report
 from megamon.recording.loading import load_kind
 from megamon.stores.memory import MemoryEventStore
+from megamon.summary.availability import Window, availability_report
 from test.integration.scenarios.world import Megamon, World
 
 S = 1_000_000_000
@@ -73,6 +76,19 @@ def events(megamon: Megamon, uid: str) -> tuple[UpEvent, ...]:
     return load_kind(megamon.store, Kind.JOBSET).history.records[uid].events
 
 
+def assert_reported_timed_by(megamon: Megamon, uid: str, now: int, timed: str) -> None:
+    """``megamon report`` says how the restart was timed: the resource's JSON field, the
+    table's reasons cell and the page's tooltip of the restart's band."""
+    resources = list(read_resources(megamon.store, [Kind.JOBSET], {}, now))
+    report = availability_report(resources, Window(now=now, since=None))
+    (found,) = [r for r in report_format.report_dict(report)["resources"] if r["key"] == uid]
+    assert found["restartTimedBy"] == timed
+    (restarted,) = found["interruptions"]
+    assert restarted["reason"] == interruptions.RESTART
+    assert f"restart 1 (latest restart timed: {timed})" in report_format.render_table(report)
+    assert f"restart, timed by {timed}: " in report_html.render_html(report)
+
+
 def restart(down_at: int, up_at: int) -> tuple[UpEvent, UpEvent]:
     return UpEvent(up=False, ts=down_at, reason=interruptions.RESTART), UpEvent(up=True, ts=up_at)
 
@@ -94,6 +110,7 @@ def test_a_whole_restart_is_timed_by_the_restarting_condition(
     assert isinstance(back.attrs, JobSetAttrs)
     assert back.attrs.restart_timed_by == restarts.TIMED_BY_CONDITION
     assert dict(back.restart_counts)[restarts.KIND_JOBSET] == 1
+    assert_reported_timed_by(megamon, uid, clock.now, restarts.TIMED_BY_CONDITION)
 
 
 def test_a_whole_restart_without_the_condition_is_timed_when_megamon_saw_it(
@@ -111,6 +128,7 @@ def test_a_whole_restart_without_the_condition_is_timed_when_megamon_saw_it(
     assert events(megamon, uid)[2:] == restart(down_at, up_at)
     assert isinstance(back.attrs, JobSetAttrs)
     assert back.attrs.restart_timed_by == restarts.TIMED_BY_OBSERVED
+    assert_reported_timed_by(megamon, uid, clock.now, restarts.TIMED_BY_OBSERVED)
 
 
 def test_a_single_job_restart_is_a_restart_of_its_own_kind(
