@@ -124,8 +124,6 @@ class Memory:
     """What the observer remembers of one JobSet's restarts from its last call."""
 
     total: int
-    at: int
-    """When it was last observed (ns)."""
     when_up: int
     """The total when it was last seen up: a down after a count that grew is a restart."""
     began: int = 0
@@ -158,9 +156,12 @@ def _within(ts: int, low: int, high: int) -> int:
     return max(low, min(ts, high))
 
 
-def decide(status: RestartStatus, last: Memory | None, *, up: bool, now: int) -> Decision:
+def decide(
+    status: RestartStatus, last: Memory | None, *, up: bool, now: int, last_look: int
+) -> Decision:
     """The restart decision of one JobSet at ``now``, ``up`` being its observation without
-    restarts (its Jobs ready). A restart in progress (``RestartingJobSet=True``, pods
+    restarts (its Jobs ready) and ``last_look`` when the JobSet was last observed (the
+    ``now`` of the call that made ``last``). A restart in progress (``RestartingJobSet=True``, pods
     restarting in place) is down with reason ``restart``; a count that grew while the JobSet
     looked up at both calls is a restart that came and went between them: a down since the
     last look, up again now (or when the condition says)."""
@@ -168,32 +169,39 @@ def decide(status: RestartStatus, last: Memory | None, *, up: bool, now: int) ->
     if last is None:
         began = status.began() if status.restarting else 0
         memory = Memory(
-            total, now, total if up else 0, (began or now) if status.restarting else 0, bool(began)
+            total, total if up else 0, (began or now) if status.restarting else 0, bool(began)
         )
         return Decision(status.restarting, False, 0, 0, "", memory)
     restarted = total > last.when_up
     when_up = total if up and not status.restarting else last.when_up
     if status.restarting:
         if last.began:  # the same restart, seen before
-            memory = Memory(total, now, when_up, last.began, last.began_by_condition, last.timed_by)
+            memory = Memory(total, when_up, last.began, last.began_by_condition, last.timed_by)
             return Decision(True, True, 0, 0, last.timed_by, memory)
         began = status.began()
         by_condition = bool(began)
-        began = _within(began, last.at, now) if by_condition else now
-        memory = Memory(total, now, last.when_up, began, by_condition, last.timed_by)
+        began = _within(began, last_look, now) if by_condition else now
+        memory = Memory(total, last.when_up, began, by_condition, last.timed_by)
         return Decision(True, True, began if by_condition else 0, 0, last.timed_by, memory)
     if last.began:  # the restart seen in progress ended
         ended = status.ended()
         end = _within(ended, last.began, now) if ended and up else 0
         timed_by = TIMED_BY_CONDITION if last.began_by_condition and end else TIMED_BY_OBSERVED
-        memory = Memory(total, now, when_up, 0, False, timed_by)
+        memory = Memory(total, when_up, 0, False, timed_by)
         return Decision(False, restarted, 0, end, timed_by, memory)
     if total > last.total:  # a restart megamon did not see in progress
-        memory = Memory(total, now, when_up, 0, False, TIMED_BY_OBSERVED)
+        memory = Memory(total, when_up, 0, False, TIMED_BY_OBSERVED)
         if up:  # it came and went between two looks
             ended = status.ended()
-            end = _within(ended, last.at, now) if ended else 0
-            return Decision(False, True, last.at, end, TIMED_BY_OBSERVED, memory)
+            end = _within(ended, last_look, now) if ended else 0
+            return Decision(False, True, last_look, end, TIMED_BY_OBSERVED, memory)
         return Decision(False, True, 0, 0, TIMED_BY_OBSERVED, memory)
-    memory = Memory(total, now, when_up, 0, False, last.timed_by)
+    memory = Memory(total, when_up, 0, False, last.timed_by)
     return Decision(False, restarted and not up, 0, 0, last.timed_by, memory)
+
+
+def steady(decision: Decision, status: RestartStatus, *, up: bool) -> bool:
+    """Whether the same status and upness at a later call decide the same again (nothing
+    began or ended): then the observer may keep this decision without deciding anew."""
+    again = decide(status, decision.memory, up=up, now=0, last_look=0)
+    return again == decision

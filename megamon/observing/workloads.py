@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import partial
 
 from megamon.domain import interruptions, labels
@@ -124,42 +125,64 @@ def _with_restarts(
     return observation.model_copy(update=update)
 
 
+@dataclass(frozen=True, slots=True)
+class _Restarted:
+    """What the restart layer made of one JobSet at its latest call, and from what."""
+
+    base: Observation
+    status: restart_rules.RestartStatus
+    up: bool
+    decision: restart_rules.Decision
+    observation: Observation
+    steady: bool
+
+
 class JobSetRestarts:
     """The restart layer of the JobSet observer: each JobSet's ``restart_rules.Memory`` from
-    call to call, and the observation it made of each (the same object while nothing
-    changed, as ``Reuse`` hands back)."""
+    call to call, and the observation it made of each. A JobSet whose observation and
+    restart status are the same objects as last call, with nothing beginning or ending,
+    gets the same observation object back (no decision made, nothing built)."""
 
     def __init__(self) -> None:
-        self._memory: dict[str, restart_rules.Memory] = {}
-        self._reuse: Reuse[str, Observation] = Reuse()
+        self._latest: dict[str, _Restarted] = {}
+        self._last_look = 0
+        """The ``now`` of the latest call: when every JobSet it observed was last seen."""
 
     def apply(self, views: dict[str, JobSetView], observed: Observed, now: int) -> Observed:
-        memory: dict[str, restart_rules.Memory] = {}
-        with self._reuse.call() as reuse:
-            for uid, observation in list(observed.observations.items()):
-                view = views.get(uid)
-                if view is None:
-                    continue
-                status = view.restarts
-                up = observation.up and not observation.expected_down
-                decision = restart_rules.decide(status, self._memory.get(uid), up=up, now=now)
-                memory[uid] = decision.memory
-                inputs = (observation, status, _steady(decision))
-                build = partial(_with_restarts, observation, status, decision)
-                observed.observations[uid] = reuse(uid, inputs, build)
-        self._memory = memory
+        latest: dict[str, _Restarted] = {}
+        previous = self._latest
+        for uid, base in observed.observations.items():
+            view = views.get(uid)
+            if view is None:
+                continue
+            status = view.restarts
+            up = base.up and not base.expected_down
+            kept = previous.get(uid)
+            if (
+                kept is not None
+                and kept.steady
+                and kept.base is base
+                and kept.status is status
+                and kept.up == up
+            ):
+                latest[uid] = kept
+                continue
+            memory = kept.decision.memory if kept is not None else None
+            decision = restart_rules.decide(
+                status, memory, up=up, now=now, last_look=self._last_look
+            )
+            built = (
+                kept.observation
+                if kept is not None and kept.base is base and kept.decision == decision
+                else _with_restarts(base, status, decision)
+            )
+            steady = restart_rules.steady(decision, status, up=up)
+            latest[uid] = _Restarted(base, status, up, decision, built, steady)
+        for uid, found in latest.items():
+            observed.observations[uid] = found.observation
+        self._latest = latest
+        self._last_look = now
         return observed
-
-
-def _steady(decision: restart_rules.Decision) -> tuple[object, ...]:
-    """What of a decision shapes the observation (not the memory's clock)."""
-    return (
-        decision.restarting,
-        decision.restarted,
-        decision.down_since,
-        decision.up_since,
-        decision.timed_by,
-    )
 
 
 class WorkloadObserver:

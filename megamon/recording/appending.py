@@ -6,7 +6,8 @@ back; nothing is mutated, read from the clock or logged.
 - first observation of a key: down@now (failed/expected-down as observed); if up, also up@now;
 - afterwards: an event when ``up`` changes, or when ``failed`` changes while down;
 - a down the observer held back (``down_since``: a node pool whose nodes vanished before
-  GKE said why) is stamped when it began, after an up record; if the resource is up again by
+  GKE said why; a JobSet restart timed by the server or since the last look) is stamped when
+  it began, after an up record (at least 1 ns after that up); if the resource is up again by
   then, that down and the up at ``now`` are both appended, so neither the interruption nor
   its timing is lost;
 - an up the server timed (``up_since``: a JobSet's ``RestartingJobSet`` condition turning
@@ -109,13 +110,17 @@ def _held_down(record: EventRecord, observation: Observation, now: int) -> Event
     then (never before the last event), and the up at ``now`` (or ``up_since``) if the
     resource is up again."""
     last = record.timestamps[-1]
-    began = max(last, stamp(observation.down_since, last))
+    # strictly after the up before it, and the up after it strictly later still: events of
+    # one key at one instant have no order once the log is read back (replay.py)
+    began = max(last + 1, stamp(observation.down_since, last))
     if not observation.up:
         flags = bytes((_down_flags(observation),))
         return EventRecord.trusted((*record.timestamps, began), record.flags + flags)
     flags = bytes((reason_bits(observation.reason), FLAG_UP))
     up = _up_stamp(observation, began, now) if observation.up_since else stamp(now, began)
-    return EventRecord.trusted((*record.timestamps, began, up), record.flags + flags)
+    return EventRecord.trusted(
+        (*record.timestamps, began, max(up, began + 1)), record.flags + flags
+    )
 
 
 @dataclass(frozen=True)
