@@ -156,6 +156,14 @@ def _within(ts: int, low: int, high: int) -> int:
     return max(low, min(ts, high))
 
 
+def _ended_after(status: RestartStatus, after: int, now: int) -> int:
+    """When the server says the restart ended, if it turned ``JobsReady`` after ``after``
+    (a ``JobsReady`` from before, such as the one of the JobSet's first readiness, says
+    nothing of this restart), kept no later than ``now``; 0 otherwise."""
+    ended = status.ended()
+    return min(ended, now) if ended > after else 0
+
+
 def decide(
     status: RestartStatus, last: Memory | None, *, up: bool, now: int, last_look: int
 ) -> Decision:
@@ -184,16 +192,14 @@ def decide(
         memory = Memory(total, last.when_up, began, by_condition, last.timed_by)
         return Decision(True, True, began if by_condition else 0, 0, last.timed_by, memory)
     if last.began:  # the restart seen in progress ended
-        ended = status.ended()
-        end = _within(ended, last.began, now) if ended and up else 0
+        end = _ended_after(status, last.began, now) if up else 0
         timed_by = TIMED_BY_CONDITION if last.began_by_condition and end else TIMED_BY_OBSERVED
         memory = Memory(total, when_up, 0, False, timed_by)
         return Decision(False, restarted, 0, end, timed_by, memory)
     if total > last.total:  # a restart megamon did not see in progress
         memory = Memory(total, when_up, 0, False, TIMED_BY_OBSERVED)
         if up:  # it came and went between two looks
-            ended = status.ended()
-            end = _within(ended, last_look, now) if ended else 0
+            end = _ended_after(status, last_look, now)
             return Decision(False, True, last_look, end, TIMED_BY_OBSERVED, memory)
         return Decision(False, True, 0, 0, TIMED_BY_OBSERVED, memory)
     memory = Memory(total, when_up, 0, False, last.timed_by)

@@ -144,3 +144,32 @@ def test_an_unchanged_jobset_keeps_its_observation_object() -> None:
 
 def test_the_kinds_are_the_label_values_documented() -> None:
     assert restarts.KINDS == ("jobset", "job", "in-place")
+
+
+def test_a_jobs_ready_from_before_the_restart_does_not_time_its_end() -> None:
+    """JobSet sets ``RestartingJobSet=False`` (``JobsReady``) once its Jobs are first ready;
+    an in-place restart later ends when megamon sees it, not at that old time."""
+    ready = (restarting("False", T0 - 60 * S, "JobsReady"),)
+    run = Run()
+    run.look(jobset(conditions=ready, currentInPlaceRestartAttempt=0), T0)
+    during = jobset(
+        conditions=ready, previousInPlaceRestartAttempt=0, currentInPlaceRestartAttempt=0
+    )
+    run.look(during, T0 + S)
+    after = jobset(
+        conditions=ready, previousInPlaceRestartAttempt=0, currentInPlaceRestartAttempt=1
+    )
+    back = run.look(after, T0 + 3 * S)
+    assert run.events()[2:] == interruption(T0 + S, T0 + 3 * S)
+    assert isinstance(back.attrs, JobSetAttrs) and back.attrs.restart_timed_by == "observed"
+
+
+def test_a_jump_between_two_looks_ends_at_a_jobs_ready_between_them_only() -> None:
+    old = (restarting("False", T0 - 60 * S, "JobsReady"),)
+    run = Run()
+    run.look(jobset(conditions=old), T0)
+    run.look(jobset(conditions=old, restarts=1), T0 + 30 * S)
+    assert run.events()[2:] == interruption(T0 + 1, T0 + 30 * S)
+    fresh = (restarting("False", T0 + 40 * S, "JobsReady"),)
+    run.look(jobset(conditions=fresh, restarts=2), T0 + 50 * S)
+    assert run.events()[4:] == interruption(T0 + 30 * S + 1, T0 + 40 * S)
