@@ -13,6 +13,7 @@ import threading
 from types import FrameType
 
 from internal.fakekube.fakekube import FakeKube
+from internal.fakekube.resources import JOBSET_RELEASE
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -23,6 +24,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-auth", action="store_true", help="accept requests without token")
     parser.add_argument("--history-size", type=int, default=10_000, help="watch history events")
     parser.add_argument("--bookmark-interval", type=float, default=5.0, help="seconds")
+    parser.add_argument(
+        "--jobset-release",
+        default=JOBSET_RELEASE,
+        help="serve this JobSet release's CRD: older releases' status lacks restart fields",
+    )
     return parser.parse_args(argv)
 
 
@@ -34,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         require_auth=not args.no_auth,
         history_size=args.history_size,
         bookmark_interval=args.bookmark_interval,
+        jobset_release=args.jobset_release,
     )
     stop = threading.Event()
 

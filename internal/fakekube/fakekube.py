@@ -27,7 +27,12 @@ from internal.fakekube.faults import Fault, FaultInjector
 from internal.fakekube.handler import Handler, RequestRecord
 from internal.fakekube.operations import Operations
 from internal.fakekube.patching import MERGE, deep_copy
-from internal.fakekube.resources import ResourceTable, ResourceType
+from internal.fakekube.resources import (
+    JOBSET_RELEASE,
+    ResourceTable,
+    ResourceType,
+    served_resources,
+)
 from internal.fakekube.selectors import make_filter
 from internal.fakekube.server import ServerRunner
 from internal.fakekube.store import Store, object_key
@@ -37,7 +42,10 @@ Obj = dict[str, Any]
 
 
 class FakeKube:
-    """An in-process Kubernetes API emulator (see the package docstring for the scope)."""
+    """An in-process Kubernetes API emulator (see the package docstring for the scope).
+
+    ``jobset_release``: the JobSet release whose CRD it serves; status fields that release's
+    schema lacks are pruned from every write (``resources.JOBSET_STATUS_SINCE``)."""
 
     def __init__(
         self,
@@ -51,6 +59,7 @@ class FakeKube:
         watch_timeout: float = 1800.0,
         clock: Callable[[], float] = time.time,
         request_log_size: int = 10_000,
+        jobset_release: str = JOBSET_RELEASE,
     ) -> None:
         self.host = host
         self.token = token
@@ -61,7 +70,7 @@ class FakeKube:
         self.store = Store(history_size, clock)
         self.token_reviews = TokenReviews()
         self.access_reviews = AccessReviews()
-        self.resources = ResourceTable()
+        self.resources = ResourceTable(served_resources(jobset_release))
         """What this emulator serves: the built-in resources and the CRDs created since."""
         self.ops = Operations(self.store, self.token_reviews, self.access_reviews, self.resources)
         self.faults = FaultInjector()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 # What create does with a `.status` the caller sent: keep it, drop it, or reset it.
@@ -47,6 +47,9 @@ class ResourceType:
     create_on_update: bool = False
     custom: bool = False
     field_labels: frozenset[str] = COMMON_FIELDS
+    pruned: tuple[tuple[str, ...], ...] = ()
+    """Field paths the served CRD's structural schema does not have, dropped from every
+    write as the real API server prunes unknown fields (``*`` for each list element)."""
 
     @property
     def api_version(self) -> str:
@@ -251,6 +254,40 @@ def _crd_types(crd: dict[str, Any]) -> list[ResourceType]:
             )
         )
     return found
+
+
+JOBSET_RELEASE = "v0.12.0"
+"""The JobSet release whose CRD the emulator serves unless told otherwise: the newest whose
+status fields megamon reads."""
+
+JOBSET_STATUS_SINCE: dict[tuple[str, ...], tuple[int, int]] = {
+    ("status", "previousInPlaceRestartAttempt"): (0, 11),
+    ("status", "currentInPlaceRestartAttempt"): (0, 11),
+    ("status", "replicatedJobsStatus", "*", "jobRestarts"): (0, 12),
+    ("status", "replicatedJobsStatus", "*", "jobRestartsCountTowardsMax"): (0, 12),
+}
+"""The JobSet status fields of the restarts (docs/kinds.md, "JobSet restarts") and the release
+whose CRD added each (kubernetes-sigs/jobset ``api/jobset/v1alpha2/jobset_types.go``): the
+in-place restart attempts in v0.11.0 (KEP-467), the single-Job restart counts in v0.12.0.
+The ``RestartingJobSet`` condition (v0.12.0) is a condition like any other: an older CRD
+keeps it, an older controller never writes it."""
+
+
+def _release(text: str) -> tuple[int, int]:
+    """``v0.12.0`` → ``(0, 12)``; anything else is refused, naming it."""
+    parts = text.removeprefix("v").split(".")
+    if len(parts) < 2 or not all(part.isdigit() for part in parts[:2]):
+        raise ValueError(f"JobSet release {text!r} is not vMAJOR.MINOR[.PATCH]")
+    return int(parts[0]), int(parts[1])
+
+
+def served_resources(jobset_release: str = JOBSET_RELEASE) -> tuple[ResourceType, ...]:
+    """The built-in resources, the JobSet CRD as ``jobset_release`` defines its status."""
+    release = _release(jobset_release)
+    pruned = tuple(path for path, since in JOBSET_STATUS_SINCE.items() if release < since)
+    return tuple(
+        replace(rt, pruned=pruned) if rt.kind == "JobSet" and rt.custom else rt for rt in RESOURCES
+    )
 
 
 class ResourceTable:

@@ -70,10 +70,32 @@ def served_as(rt: ResourceType, obj: Obj) -> Obj:
     return {**obj, "apiVersion": rt.api_version}
 
 
+def _pruned(value: Any, path: tuple[str, ...]) -> Any:
+    """`value` without the field at `path`, copied along the path only (nested values are
+    shared with stored objects and never mutated)."""
+    head, rest = path[0], path[1:]
+    if head == "*":
+        return [_pruned(item, rest) for item in value] if isinstance(value, list) else value
+    if not isinstance(value, dict) or head not in value:
+        return value
+    if not rest:
+        return {key: item for key, item in value.items() if key != head}
+    return {**value, head: _pruned(value[head], rest)}
+
+
+def prune(rt: ResourceType, obj: Obj) -> None:
+    """Drop the fields the served CRD's schema does not have (`ResourceType.pruned`), as the
+    real server prunes unknown fields of a structural schema on every write."""
+    for path in rt.pruned:
+        if path[0] in obj:
+            obj[path[0]] = _pruned(obj[path[0]], path[1:])
+
+
 def prepare_create(rt: ResourceType, obj: Obj, *, via_api: bool) -> None:
     """Apply the create strategy: type fields, and `.status` as the real server treats it."""
     obj["apiVersion"] = rt.api_version
     obj["kind"] = rt.kind
+    prune(rt, obj)
     if not via_api or not rt.status_subresource:
         return
     if rt.status_on_create == "drop":
@@ -100,6 +122,7 @@ def prepare_update(
     """Apply the update (or status-update) strategy to `new`, which replaces `old`."""
     new["apiVersion"] = rt.api_version
     new["kind"] = rt.kind
+    prune(rt, new)
     if subresource == "status":
         _keep_all_but_status(rt, new, old)
     elif via_api and rt.status_subresource:

@@ -15,8 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from megamon.domain import interruptions as reasons
 from megamon.domain import timestamps
 from megamon.domain.kinds import Kind
+from megamon.domain.observations import JobSetAttrs
 from megamon.domain.summaries import ProvisioningState
 from megamon.summary.availability import (
     Aggregate,
@@ -332,15 +334,31 @@ WORST_COLUMNS: tuple[Column[Worst], ...] = (
 provisioning), in hours for a resource without chips."""
 
 
+_RESTART_TIMED_BY = JobSetAttrs.model_fields["restart_timed_by"].alias or "restartTimedBy"
+
+
+def restart_timed_by(resource: Resource) -> str:
+    """How a JobSet's latest restart was timed, from its attributes in the history:
+    ``condition`` (the ``RestartingJobSet`` condition's ``lastTransitionTime``s, the
+    server's clock), ``observed`` (when megamon saw it), or ``""`` (none recorded)."""
+    value = resource.attrs.get(_RESTART_TIMED_BY)
+    return value if isinstance(value, str) else ""
+
+
 def _reasons_column(window: Window) -> Column[ResourceAvailability]:
-    """Each interruption's reason, counted per reason (those that began in the window)."""
+    """Each interruption's reason, counted per reason (those that began in the window), and
+    how the latest restart was timed when the resource restarted."""
 
     def cell(figures: ResourceAvailability) -> str:
         counts: dict[str, float] = {}
         for found in interruptions(figures, window):
             if found.counted:
                 counts[found.reason] = counts.get(found.reason, 0) + 1
-        return reason_counts_text({k: int(v) for k, v in counts.items()})
+        text = reason_counts_text({k: int(v) for k, v in counts.items()})
+        timed = restart_timed_by(figures.resource)
+        if timed and reasons.RESTART in counts:
+            text += f" (latest restart timed: {timed})"
+        return text
 
     return Column("REASONS", cell)
 
@@ -439,6 +457,7 @@ def resource_dict(figures: ResourceAvailability, window: Window | None = None) -
         **times_dict(figures),
         "provisioningDuration": figures.provisioning_duration,
         "provisioningState": figures.provisioning_state.value,
+        "restartTimedBy": restart_timed_by(r) or None,
         **extra,
     }
 

@@ -50,9 +50,11 @@ from megamon.cli.report_format import (
     percent_text,
     provisioning_text,
     reason_counts_text,
+    restart_timed_by,
     scheduled_line,
     state_text,
 )
+from megamon.domain import interruptions as reasons
 from megamon.domain import timestamps
 from megamon.domain.summaries import ProvisioningState
 from megamon.summary.availability import (
@@ -248,8 +250,18 @@ def window_line(report: Windowed) -> str:
     return f"window {start} .. {end}, {length}{since}"
 
 
-def _cause_of(band: Band, found: Sequence[Interruption]) -> str:
-    """``: maintenance (detail)`` for a down band inside an interruption, else ``""``."""
+def _timing(interruption: Interruption, found: Sequence[Interruption], timed: str) -> str:
+    """``, timed by condition`` on the latest restart of a JobSet whose history says how it
+    was timed (``restartTimedBy``), else ``""``."""
+    restarts = [i for i in found if i.reason == reasons.RESTART]
+    if timed and restarts and restarts[-1] is interruption:
+        return f", timed by {timed}"
+    return ""
+
+
+def _cause_of(band: Band, found: Sequence[Interruption], timed: str = "") -> str:
+    """``: maintenance (detail)`` for a down band inside an interruption, else ``""``; the
+    latest restart says how it was timed (``timed``)."""
     if band.state not in (BandState.DOWN, BandState.FAILED):
         return ""
     for interruption in found:
@@ -257,14 +269,15 @@ def _cause_of(band: Band, found: Sequence[Interruption]) -> str:
             interruption.end is None or band.start < interruption.end
         ):
             detail = f" ({interruption.detail})" if interruption.detail else ""
-            return f", {interruption.reason}{detail}"
+            timing = _timing(interruption, found, timed)
+            return f", {interruption.reason}{detail}{timing}"
     return ""
 
 
-def _band_title(band: Band, found: Sequence[Interruption] = ()) -> str:
+def _band_title(band: Band, found: Sequence[Interruption] = (), timed: str = "") -> str:
     start, end = seconds_text(band.start), seconds_text(band.end)
     length = duration_text(band.end - band.start)
-    return f"{band.state.value} {length}{_cause_of(band, found)}: {start} .. {end}"
+    return f"{band.state.value} {length}{_cause_of(band, found, timed)}: {start} .. {end}"
 
 
 def _exact_rects(
@@ -323,7 +336,8 @@ def _marks(
     span = f"{r.name}: {seconds_text(figures.start)} .. {seconds_text(figures.end)}"
     yield _rect(scale.x(figures.start), scale.x(figures.end), STATE_COLOURS[BandState.UP], span)
     others = [b for b in figures.bands if b.state is not BandState.UP]
-    yield from _band_rects(others, scale, lambda n: _band_title(others[n], found))
+    timed = restart_timed_by(r)
+    yield from _band_rects(others, scale, lambda n: _band_title(others[n], found, timed))
 
 
 def _group_band_title(band: GroupBand) -> str:

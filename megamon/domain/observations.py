@@ -49,6 +49,17 @@ class WorkloadAttrs(Attrs):
     workload_uid: str = Field("", alias="workloadUID")
 
 
+class JobSetAttrs(Attrs):
+    """A JobSet's attrs with how its latest restart was timed (``megamon.domain.restarts``):
+    recorded in the event log with its other attributes, so the report reads it from the
+    history. A subclass, so that ``Attrs`` — the report JSON's attribute keys — stays the
+    Go megamon's."""
+
+    restart_timed_by: str = Field("", alias="restartTimedBy")
+    """``condition`` (the ``RestartingJobSet`` condition's ``lastTransitionTime``s) or
+    ``observed`` (when megamon saw it); ``""`` before its first restart."""
+
+
 class NodePoolAttrs(Attrs):
     """A node pool's attrs with the maintenance GKE announced on its nodes
     (``megamon.domain.maintenance``): recorded in the event log with the pool's other
@@ -85,6 +96,10 @@ class Observation(BaseModel):
     restarts: int | None = None
     """How many times the resource restarted, where its kind reads it (JobSet
     ``status.restarts``); not in the report JSON, published as ``megamon_<kind>_restarts``."""
+    restart_counts: tuple[tuple[str, int], ...] = ()
+    """(kind, count) of each kind of restart (``megamon.domain.restarts.KINDS``), where the
+    kind tells them apart (JobSets); not in the report JSON, published as
+    ``megamon_jobset_restarts{kind}``."""
     tpu_chips_allocatable: int | None = None
     """The TPU chips the resource's nodes report allocatable (``status.allocatable``), where
     the kind reads them (node pools); not in the report JSON, published as
@@ -100,6 +115,11 @@ class Observation(BaseModel):
     reached) of each stage it has reached, in nanoseconds since the epoch — a Kueue Workload's
     creation and its ``QuotaReserved`` / ``Admitted`` transitions. Not in the report JSON; the
     summary's queueing histograms count them (``megamon_<kind>_queueing_seconds``)."""
+    up_since: int = 0
+    """Nanoseconds since the epoch when an up the server timed began (a JobSet's
+    ``RestartingJobSet`` condition turning False): the append rules stamp the up event then,
+    never before the record's last event nor after ``now``; 0 otherwise (``now``). Not in the
+    report JSON."""
     surplus: int = 0
     """Units present beyond the expected count (a surge upgrade's extra node), where the kind
     counts nodes; never a reason to be down (``upness``). Not in the report JSON, published

@@ -74,7 +74,7 @@ def observe_workloads(
     builtin = observers.builtin
     pools_down = jobset_pools_down(snapshot.nodes, snapshot.leader_pods.values(), now, settings)
     if Kind.JOBSET in kinds:
-        _take(result, Kind.JOBSET, builtin.jobsets(jobsets, settings, pools_down))
+        _take(result, Kind.JOBSET, builtin.jobsets(jobsets, settings, pools_down, now))
     if Kind.JOBSET_NODES in kinds:
         nodes = snapshot.nodes.values()
         observed = builtin.jobset_nodes(jobsets, nodes, now, settings, pools_down)

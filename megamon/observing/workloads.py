@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import partial
 
 from megamon.domain import interruptions, labels
+from megamon.domain import restarts as restart_rules
 from megamon.domain.descriptions import JOBSET_DESCRIPTION, LWS_DESCRIPTION, shipped
 from megamon.domain.interruptions import NO_CAUSE, Cause
 from megamon.domain.kinds import Kind
-from megamon.domain.observations import Observation
+from megamon.domain.observations import JobSetAttrs, Observation
 from megamon.domain.rules.upness import is_up, surplus
 from megamon.observing.common import Observed, Reuse, Settings, problem_of
 from megamon.observing.described import (
@@ -97,6 +99,92 @@ def _jobset_nodes_cause(  # noqa: PLR0917 - the inputs of one rule
     )
 
 
+def _with_restarts(
+    observation: Observation, status: restart_rules.RestartStatus, decision: restart_rules.Decision
+) -> Observation:
+    """The JobSet's observation with its restarts: the counts of each kind, how its latest
+    restart was timed (``JobSetAttrs``), and — while it restarts — down with reason
+    ``restart`` even when its Jobs look ready; a down with no better reason after a count that
+    grew is a restart too. A down or up the server (or the last look) timed carries its time
+    (``down_since``, ``up_since``) for the append rules."""
+    update: dict[str, object] = {"restart_counts": status.counts()}
+    if decision.timed_by:
+        attrs = observation.attrs.model_dump()
+        update["attrs"] = JobSetAttrs(**attrs, restart_timed_by=decision.timed_by)
+    if observation.expected_down or observation.status:
+        return observation.model_copy(update=update)
+    if decision.restarting or (decision.restarted and not observation.up):
+        if observation.up or observation.reason in ("", interruptions.UNKNOWN):
+            update.update(up=False, reason=interruptions.RESTART, reason_detail="")
+    elif decision.down_since and observation.up:  # came and went between two looks
+        update["reason"] = interruptions.RESTART
+    if decision.down_since:
+        update["down_since"] = decision.down_since
+    if decision.up_since and observation.up:
+        update["up_since"] = decision.up_since
+    return observation.model_copy(update=update)
+
+
+@dataclass(frozen=True, slots=True)
+class _Restarted:
+    """What the restart layer made of one JobSet at its latest call, and from what."""
+
+    base: Observation
+    status: restart_rules.RestartStatus
+    up: bool
+    decision: restart_rules.Decision
+    observation: Observation
+    steady: bool
+
+
+class JobSetRestarts:
+    """The restart layer of the JobSet observer: each JobSet's ``restart_rules.Memory`` from
+    call to call, and the observation it made of each. A JobSet whose observation and
+    restart status are the same objects as last call, with nothing beginning or ending,
+    gets the same observation object back (no decision made, nothing built)."""
+
+    def __init__(self) -> None:
+        self._latest: dict[str, _Restarted] = {}
+        self._last_look = 0
+        """The ``now`` of the latest call: when every JobSet it observed was last seen."""
+
+    def apply(self, views: dict[str, JobSetView], observed: Observed, now: int) -> Observed:
+        latest: dict[str, _Restarted] = {}
+        previous = self._latest
+        for uid, base in observed.observations.items():
+            view = views.get(uid)
+            if view is None:
+                continue
+            status = view.restarts
+            up = base.up and not base.expected_down
+            kept = previous.get(uid)
+            if (
+                kept is not None
+                and kept.steady
+                and kept.base is base
+                and kept.status is status
+                and kept.up == up
+            ):
+                latest[uid] = kept
+                continue
+            memory = kept.decision.memory if kept is not None else None
+            decision = restart_rules.decide(
+                status, memory, up=up, now=now, last_look=self._last_look
+            )
+            built = (
+                kept.observation
+                if kept is not None and kept.base is base and kept.decision == decision
+                else _with_restarts(base, status, decision)
+            )
+            steady = restart_rules.steady(decision, status, up=up)
+            latest[uid] = _Restarted(base, status, up, decision, built, steady)
+        for uid, found in latest.items():
+            observed.observations[uid] = found.observation
+        self._latest = latest
+        self._last_look = now
+        return observed
+
+
 class WorkloadObserver:
     """The JobSet, JobSet-nodes and LeaderWorkerSet observers and what each built last.
 
@@ -109,6 +197,7 @@ class WorkloadObserver:
         self._jobset_nodes: Reuse[str, Observation] = Reuse()
         self._lws: Reuse[str, Observation] = Reuse()
         self._jobset_causes = Causes()
+        self._restarts = JobSetRestarts()
         self._lws_causes = Causes()
         self._provisioned: set[str] = set()
 
@@ -117,6 +206,7 @@ class WorkloadObserver:
         jobsets: Iterable[JobSetView],
         settings: Settings,
         pools_down: PoolsDown | None = None,
+        now: int = 0,
     ) -> Observed:
         """Keyed by JobSet UID: replicated Jobs expected vs ready (the JobSet description).
 
@@ -125,13 +215,17 @@ class WorkloadObserver:
         as interruptions. TPU accelerator, topology and spot come from the last replicated
         job that names them, as the Go megamon reads them. ``pools_down`` names the down
         node pools a JobSet runs on (``observing.attribution``): its ``nodepool`` reason.
+        Restarts of every kind are counted, and each is an interruption with reason
+        ``restart`` (``JobSetRestarts``, docs/rules.md), timed at ``now`` or by the server.
         """
-        views = (js.described for js in jobsets)
+        by_uid = {js.uid: js for js in jobsets}
+        views = (js.described for js in by_uid.values())
         causes = self._jobset_causes
         causes.pools_down = pools_down or no_pools
-        return observe_described(
+        observed = observe_described(
             Kind.JOBSET, views, JOBSET_FIELDS, settings, self._jobsets, causes=causes
         )
+        return self._restarts.apply(by_uid, observed, now)
 
     def jobset_nodes(
         self,

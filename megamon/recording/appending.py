@@ -6,9 +6,12 @@ back; nothing is mutated, read from the clock or logged.
 - first observation of a key: down@now (failed/expected-down as observed); if up, also up@now;
 - afterwards: an event when ``up`` changes, or when ``failed`` changes while down;
 - a down the observer held back (``down_since``: a node pool whose nodes vanished before
-  GKE said why) is stamped when it began, after an up record; if the resource is up again by
+  GKE said why; a JobSet restart timed by the server or since the last look) is stamped when
+  it began, after an up record (at least 1 ns after that up); if the resource is up again by
   then, that down and the up at ``now`` are both appended, so neither the interruption nor
   its timing is lost;
+- an up the server timed (``up_since``: a JobSet's ``RestartingJobSet`` condition turning
+  False) is stamped then, kept between the record's last event and ``now``;
 - a key no longer observed is retired (its record leaves the live set, to be archived).
 
 An event is never stamped earlier than the record's last event: with clock skew between
@@ -77,6 +80,8 @@ def next_record(record: EventRecord | None, observation: Observation, now: int) 
         return record
     new_flags = FLAG_UP if observation.up else _down_flags(observation)
     ts = stamp(now, last_ts)
+    if observation.up and observation.up_since:
+        ts = _up_stamp(observation, last_ts, now)
     if ts == last_ts and _repeats(record, new_flags):
         ts += 1  # the log tells events apart by timestamp and state: keep this one distinct
     return EventRecord.trusted((*record.timestamps, ts), record.flags + bytes((new_flags,)))
@@ -94,15 +99,28 @@ def _repeats(record: EventRecord, flags: int) -> bool:
     return False
 
 
+def _up_stamp(observation: Observation, last: int, now: int) -> int:
+    """When an up the server timed (``up_since``) is stamped: then, kept within
+    ``[last, max(last, now)]`` so the history stays ordered."""
+    return max(last, min(observation.up_since, now))
+
+
 def _held_down(record: EventRecord, observation: Observation, now: int) -> EventRecord:
     """An up record after a down that began at ``observation.down_since``: the down event
-    then (never before the last event), and the up at ``now`` if the resource is up again."""
-    began = stamp(observation.down_since, record.timestamps[-1])
+    then (never before the last event), and the up at ``now`` (or ``up_since``) if the
+    resource is up again."""
+    last = record.timestamps[-1]
+    # strictly after the up before it, and the up after it strictly later still: events of
+    # one key at one instant have no order once the log is read back (replay.py)
+    began = max(last + 1, stamp(observation.down_since, last))
     if not observation.up:
         flags = bytes((_down_flags(observation),))
         return EventRecord.trusted((*record.timestamps, began), record.flags + flags)
     flags = bytes((reason_bits(observation.reason), FLAG_UP))
-    return EventRecord.trusted((*record.timestamps, began, stamp(now, began)), record.flags + flags)
+    up = _up_stamp(observation, began, now) if observation.up_since else stamp(now, began)
+    return EventRecord.trusted(
+        (*record.timestamps, began, max(up, began + 1)), record.flags + flags
+    )
 
 
 @dataclass(frozen=True)

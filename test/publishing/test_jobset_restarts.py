@@ -1,5 +1,7 @@
-"""``megamon_jobset_restarts``: a JobSet's ``status.restarts`` on /metrics, read through the
-shipped JobSet description (docs/kinds.md) from the object as the JobSet controller writes it."""
+"""``megamon_jobset_restarts{kind}``: a JobSet's restarts of each kind on /metrics — whole
+(``status.restarts``, read through the shipped JobSet description, docs/kinds.md), single-Job
+(``jobRestarts``) and in-place (KEP-467's attempts) — from the object as the JobSet
+controller writes it."""
 
 from __future__ import annotations
 
@@ -41,20 +43,45 @@ def scrape(*objects: dict[str, Any]) -> CollectorRegistry:
     return registry
 
 
-def test_restarts_are_the_jobsets_status_restarts_labelled_as_its_up_series() -> None:
+def labelled(name: str) -> dict[str, str]:
+    return {"jobset_name": name, "jobset_namespace": "ml", "jobset_uid": f"uid-{name}",
+            "tpu_accelerator": "tpu-v5p-slice", "tpu_topology": "2x2x2"}  # fmt: skip
+
+
+def test_whole_restarts_are_the_jobsets_status_restarts_labelled_as_its_up_series() -> None:
     registry = scrape(jobset("a", restarts=3), jobset("b", restarts=0))
     for name, value in (("a", 3.0), ("b", 0.0)):
-        wanted = {"jobset_name": name, "jobset_namespace": "ml", "jobset_uid": f"uid-{name}",
-                  "tpu_accelerator": "tpu-v5p-slice", "tpu_topology": "2x2x2"}  # fmt: skip
-        assert registry.get_sample_value("megamon_jobset_restarts", wanted) == value
+        wanted = labelled(name)
+        restarts = {**wanted, "kind": "jobset"}
+        assert registry.get_sample_value("megamon_jobset_restarts", restarts) == value
         assert registry.get_sample_value("megamon_jobset_up", wanted) == 1.0
 
 
-def test_a_jobset_whose_controller_has_not_written_restarts_counts_zero() -> None:
+def test_single_job_and_in_place_restarts_have_their_own_kind() -> None:
+    """``jobRestarts`` are summed over every Job; the in-place attempt counts recreated
+    restarts too (KEP-467), so in-place restarts are the attempt less ``status.restarts``."""
+    status = {
+        "restarts": 1,
+        "replicatedJobsStatus": [{"name": "w", "ready": 1, "jobRestarts": [2, 0, 1]}],
+        "previousInPlaceRestartAttempt": 4,
+        "currentInPlaceRestartAttempt": 5,
+    }
+    registry = scrape(jobset("a", **status))
+    by_kind = {kind: registry.get_sample_value("megamon_jobset_restarts", {**labelled("a"),
+               "kind": kind}) for kind in ("jobset", "job", "in-place")}  # fmt: skip
+    assert by_kind == {"jobset": 1.0, "job": 3.0, "in-place": 4.0}
+    assert sum(by_kind.values()) == 8.0
+
+
+def test_a_jobset_whose_controller_has_not_written_restarts_counts_zero_of_each_kind() -> None:
     registry = scrape(jobset("new"))
     samples = [s for f in registry.collect() if f.name == "megamon_jobset_restarts"
                for s in f.samples]  # fmt: skip
-    assert [s.value for s in samples] == [0.0]
+    assert sorted((s.labels["kind"], s.value) for s in samples) == [
+        ("in-place", 0.0),
+        ("job", 0.0),
+        ("jobset", 0.0),
+    ]
 
 
 def test_no_other_kind_has_a_restarts_series() -> None:
@@ -67,3 +94,20 @@ def test_a_restart_count_that_is_not_a_count_is_refused_naming_the_jobset() -> N
     """The watch cache logs the refusal once and skips that one object."""
     with pytest.raises(ObservationError, match=r"jobset ml/bad: restarts status.restarts"):
         jobset_view(jobset("bad", restarts="three"))
+
+
+@pytest.mark.parametrize(
+    ("status", "where"),
+    [
+        ({"currentInPlaceRestartAttempt": -1}, "status.currentInPlaceRestartAttempt"),
+        ({"replicatedJobsStatus": [{"name": "w", "jobRestarts": ["x"]}]},
+         "replicatedJobsStatus.jobRestarts"),
+        ({"conditions": [{"type": "RestartingJobSet", "status": "True",
+                          "lastTransitionTime": "yesterday"}]}, "RestartingJobSet"),
+    ],
+)  # fmt: skip
+def test_a_restart_field_that_is_not_what_jobset_writes_is_refused_naming_it(
+    status: dict[str, Any], where: str
+) -> None:
+    with pytest.raises(ObservationError, match=rf"jobset ml/bad: {where}"):
+        jobset_view(jobset("bad", **status))

@@ -153,7 +153,10 @@ _SUMMARY_GAUGES: tuple[_SummaryGauge, ...] = (
 
 _UP_HELP = "1 if the {noun} is up (ready and not expected down), else 0."
 _CHIPS_HELP = "TPU chips of the {noun} (only when known)."
-_RESTARTS_HELP = "Times the {noun} restarted (its status.restarts), where megamon reads them."
+_RESTARTS_HELP = (
+    "Times the {noun} restarted, where megamon reads them; a JobSet's by kind of restart "
+    "(jobset: status.restarts, job: single-Job restarts, in-place)."
+)
 _SURPLUS_HELP = (
     "Nodes of the {noun} beyond the expected count (a surge upgrade's); only when non-zero."
 )
@@ -200,14 +203,18 @@ class _LabelSet:
     def __init__(self, mapping: dict[str, str]) -> None:
         self.mapping = mapping
         self.text = exposition.label_text(mapping)
-        self._with_state: dict[str, _LabelSet] = {}
+        self._with_state: dict[tuple[str, str], _LabelSet] = {}
 
     def with_state(self, state: str) -> _LabelSet:
         """These labels plus ``provisioning_state``."""
-        found = self._with_state.get(state)
+        return self.with_label(names.LABEL_PROVISIONING_STATE, state)
+
+    def with_label(self, key: str, value: str) -> _LabelSet:
+        """These labels plus ``key=value`` (built once per resource and value)."""
+        found = self._with_state.get((key, value))
         if found is None:
-            found = _LabelSet({**self.mapping, names.LABEL_PROVISIONING_STATE: state})
-            self._with_state[state] = found
+            found = _LabelSet({**self.mapping, key: value})
+            self._with_state[(key, value)] = found
         return found
 
 
@@ -217,8 +224,9 @@ def _row_values(obs: Observation, summary: Summary | None) -> tuple[float | None
     In family order (``_kind_families``): ``up``; each ``_SUMMARY_GAUGES`` entry (when there
     is a summary, and the value is non-zero or always emitted); chips (when known); the
     provisioning duration (when there is a provisioning state, which becomes its label);
-    surplus nodes (when non-zero); restarts (when the kind reads them). The table keeps the
-    columns its kind has (``_KindTable.add``).
+    surplus nodes (when non-zero). The table keeps the columns its kind has
+    (``_KindTable.add``); restarts, one sample per kind of restart, are its own
+    (``_restart_samples``).
     """
     values: list[float | None] = [1.0 if obs.up else 0.0]
     if summary is None:
@@ -233,8 +241,18 @@ def _row_values(obs: Observation, summary: Summary | None) -> tuple[float | None
     else:
         values.append(None)
     values.append(float(obs.surplus) if obs.surplus else None)
-    values.append(None if obs.restarts is None else float(obs.restarts))
     return tuple(values)
+
+
+def _restart_samples(labels: _LabelSet, obs: Observation) -> list[tuple[_LabelSet, float]]:
+    """The restarts of a resource: one sample per kind of restart (``kind``) where the kind
+    tells them apart (JobSets), else its one restart count (a described kind's)."""
+    if obs.restart_counts:
+        return [
+            (labels.with_label(names.LABEL_RESTART_KIND, kind), float(count))
+            for kind, count in obs.restart_counts
+        ]
+    return [] if obs.restarts is None else [(labels, float(obs.restarts))]
 
 
 _summary_fields = attrgetter(*(spec.field for spec in _SUMMARY_GAUGES))
@@ -263,7 +281,6 @@ def _kind_families(prefix: str, kind: Kind) -> list[tuple[str, str]]:
 _PROVISIONING = len(_SUMMARY_GAUGES) + 2
 """The column of the provisioning duration, the one family with a label of its own."""
 _SURPLUS = _PROVISIONING + 1
-_RESTARTS = _PROVISIONING + 2
 
 
 class _KindTable:
@@ -273,11 +290,11 @@ class _KindTable:
     def __init__(self, prefix: str, kind: Kind) -> None:
         self.families = _kind_families(prefix, kind)
         spec = kind_spec(kind)
-        self._dropped = {
-            column
-            for column, kept in ((_SURPLUS, spec.counts_nodes), (_RESTARTS, spec.restarts))
-            if not kept
-        }
+        self._restarts = self.families.pop() if spec.restarts else None
+        """(name, help) of the restarts family, rendered from its own samples."""
+        self._dropped = {_SURPLUS} if not spec.counts_nodes else set()
+        self.restart_labels: list[_LabelSet] = []
+        self.restart_values: list[float | None] = []
         self.labels: list[_LabelSet] = []
         self.states: list[str] = []
         self.columns: list[list[float | None]] = [[] for _ in self.families]
@@ -287,7 +304,11 @@ class _KindTable:
         # raises before anything is added; surplus and restarts only if the kind has them
         row = _row_values(obs, summary)
         values = [value for column, value in enumerate(row) if column not in self._dropped]
+        restarts = _restart_samples(labels, obs) if self._restarts is not None else []
         self.labels.append(labels)
+        for restart_labels, count in restarts:
+            self.restart_labels.append(restart_labels)
+            self.restart_values.append(count)
         self.states.append(str(summary.provisioning_state) if summary is not None else "")
         for column, value in zip(self.columns, values, strict=True):
             column.append(value)
@@ -310,13 +331,17 @@ class _KindTable:
             return self._texts
         return [labels.text for labels in self.label_sets(index)]
 
-    def gauges(self) -> list[_KindGauge]:
-        """A family for each column with at least one sample."""
-        return [
+    def gauges(self) -> list[exposition.RenderedFamily]:
+        """A family for each column with at least one sample, then the restarts."""
+        families: list[exposition.RenderedFamily] = [
             _KindGauge(name, help, self, index)
             for index, (name, help) in enumerate(self.families)
             if any(value is not None for value in self.columns[index])
         ]
+        if self._restarts is not None and self.restart_values:
+            name, help = self._restarts
+            families.append(_Listed(name, help, self.restart_labels, self.restart_values))
+        return families
 
 
 class _KindGauge(exposition.RenderedFamily):
@@ -665,7 +690,7 @@ class ReportCollector:
 
     def _kind(
         self, report: Report, kind: Kind, previous: dict[tuple[object, ...], _LabelSet]
-    ) -> list[_KindGauge]:
+    ) -> list[exposition.RenderedFamily]:
         table = _KindTable(self._prefix, kind)
         kind_report: KindReport = report.kind(kind)
         summaries = kind_report.summaries

@@ -75,6 +75,9 @@ LABEL_LWS_UID: Final = "lws_uid"
 # Other label keys.
 LABEL_PROVISIONING_STATE: Final = "provisioning_state"
 LABEL_REASON: Final = "reason"
+LABEL_RESTART_KIND: Final = "kind"
+"""New in 0.2.0: the kind of restart of ``megamon_jobset_restarts`` (``jobset``, ``job``,
+``in-place``: ``megamon.domain.restarts.KINDS``)."""
 """Why a resource went down (``megamon.domain.interruptions``), on the histograms (0.2.0)."""
 LABEL_JOB_NAME: Final = "job_name"
 LABEL_WITHIN: Final = "within"

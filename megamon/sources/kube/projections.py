@@ -16,6 +16,7 @@ from typing import Any
 
 from megamon.domain import interruptions, labels, timestamps
 from megamon.domain import maintenance as announcements
+from megamon.domain import restarts as restart_rules
 from megamon.domain.descriptions import JOBSET_DESCRIPTION, LWS_DESCRIPTION, shipped
 from megamon.errors import ObservationError
 from megamon.sources.kube.described import (
@@ -218,6 +219,8 @@ class JobSetView:
     described: DescribedView
     """What the shipped JobSet description reads (docs/kinds.md): the JobSet kind's counts,
     ending and TPU shape."""
+    restarts: restart_rules.RestartStatus = restart_rules.NO_RESTARTS
+    """Its restarts of every kind and its ``RestartingJobSet`` condition."""
 
 
 def _replicated_job(raw: Any, where: str) -> ReplicatedJobView:
@@ -245,6 +248,53 @@ def _terminal(obj: Json) -> str:
     return ""
 
 
+def _attempt(status: Json, key: str, where: str) -> int | None:
+    """An in-place restart attempt of the status (KEP-467), ``None`` when absent."""
+    value = status.get(key)
+    return None if value is None else _int(value, 0, f"{where}: status.{key}")
+
+
+def _restarting(obj: Json, where: str) -> restart_rules.RestartingCondition | None:
+    condition = _condition(obj, restart_rules.CONDITION_RESTARTING)
+    if condition is None:
+        return None
+    since, text = 0, condition.get("lastTransitionTime")
+    if isinstance(text, str):
+        try:
+            since = timestamps.parse(text)
+        except timestamps.TimestampError as err:
+            raise ObservationError(
+                f"{where}: {restart_rules.CONDITION_RESTARTING} lastTransitionTime: {err}"
+            ) from None
+    return restart_rules.RestartingCondition(
+        status=_text(condition, "status"), reason=_text(condition, "reason"), since=since
+    )
+
+
+def _job_restarts(replicated: list[Any], where: str) -> int:
+    """The sum of every ``jobRestarts[]`` (single-Job restarts, JobSet v0.12.0)."""
+    total = 0
+    for rj in replicated:
+        if isinstance(rj, dict):
+            for count in _list(rj, "jobRestarts", f"{where}: replicatedJobsStatus.jobRestarts"):
+                total += _int(count, 0, f"{where}: replicatedJobsStatus.jobRestarts")
+    return total
+
+
+def _restart_status(
+    obj: Json, status: Json, replicated: list[Any], where: str
+) -> restart_rules.RestartStatus:
+    jobset = _int(status.get("restarts"), 0, f"{where}: status.restarts")
+    found = restart_rules.RestartStatus(
+        jobset=jobset,
+        job=_job_restarts(replicated, where),
+        in_place_current=_attempt(status, "currentInPlaceRestartAttempt", where),
+        in_place_previous=_attempt(status, "previousInPlaceRestartAttempt", where),
+        condition=_restarting(obj, where),
+    )
+    return restart_rules.NO_RESTARTS if found == restart_rules.NO_RESTARTS else found
+
+
 def jobset_view(obj: Json) -> JobSetView:
     meta, name = _meta(obj, "jobset")
     where = f"jobset {meta.get('namespace', '')}/{name}"
@@ -252,7 +302,8 @@ def jobset_view(obj: Json) -> JobSetView:
     raw_jobs = _list(spec, "replicatedJobs", f"{where}: spec.replicatedJobs")
     status = _dict(obj, "status")
     ready = 0
-    for rj in _list(status, "replicatedJobsStatus", f"{where}: status.replicatedJobsStatus"):
+    replicated = _list(status, "replicatedJobsStatus", f"{where}: status.replicatedJobsStatus")
+    for rj in replicated:
         if isinstance(rj, dict):
             ready += _int(rj.get("ready"), 0, f"{where}: replicatedJobsStatus.ready")
     return JobSetView(
@@ -263,6 +314,7 @@ def jobset_view(obj: Json) -> JobSetView:
         ready=ready,
         terminal=_terminal(obj),
         described=_JOBSET_DESCRIBED(obj),
+        restarts=_restart_status(obj, status, replicated, where),
     )
 
 

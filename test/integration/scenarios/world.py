@@ -187,12 +187,29 @@ class World:
         *,
         reason: str = "Test",
         message: str = "set by test",
+        job_restarts: list[int] | None = None,
+        in_place: tuple[int | None, int | None] | None = None,
+        restarting: tuple[str, str, int] | None = None,
     ) -> None:
-        status: dict[str, Any] = {"replicatedJobsStatus": [{"name": "slice", "ready": ready}]}
+        """Write a JobSet's status as its controller does (one status PUT's worth, merged).
+
+        ``job_restarts``: ``jobRestarts`` of the replicated Job (single-Job restarts,
+        JobSet v0.12.0); ``in_place``: ``(previousInPlaceRestartAttempt,
+        currentInPlaceRestartAttempt)`` (KEP-467); ``restarting``: the ``RestartingJobSet``
+        condition as ``(status, reason, lastTransitionTime ns)``, beside ``condition``."""
+        replicated: dict[str, Any] = {"name": "slice", "ready": ready}
+        if job_restarts is not None:
+            replicated["jobRestarts"] = job_restarts
+        status: dict[str, Any] = {"replicatedJobsStatus": [replicated]}
         if restarts is not None:
             status["restarts"] = restarts
+        if in_place is not None:
+            previous, current = in_place
+            status["previousInPlaceRestartAttempt"] = previous
+            status["currentInPlaceRestartAttempt"] = current
+        conditions: list[dict[str, Any]] = []
         if condition:
-            status["conditions"] = [
+            conditions.append(
                 {
                     "type": condition,
                     "status": "True",
@@ -200,7 +217,20 @@ class World:
                     "message": message,
                     "lastTransitionTime": timestamps.format_ns(time.time_ns()),
                 }
-            ]
+            )
+        if restarting is not None:
+            state, why, at = restarting
+            conditions.append(
+                {
+                    "type": "RestartingJobSet",
+                    "status": state,
+                    "reason": why,
+                    "message": message,
+                    "lastTransitionTime": timestamps.format_ns(at),
+                }
+            )
+        if conditions:
+            status["conditions"] = conditions
         self._custom().patch_namespaced_custom_object_status(
             JOBSETS.group,
             JOBSETS.version,
