@@ -46,6 +46,11 @@ from megamon.sources.gke.lister import (
     NodePoolLister,
     make_client,
 )
+from megamon.sources.gke.policies import (
+    ComputeWorkloadPolicies,
+    make_compute_client,
+    region_of,
+)
 from megamon.sources.kube.cluster import KubeCluster
 from megamon.sources.kube.configmaps import ConfigMapKey
 from megamon.sources.kube.ownermap import OWNER_MAP_KEY, ConfigMapOwnerMap
@@ -145,15 +150,20 @@ class Service:
 def _node_pools(config: Config, cluster: KubeCluster, instruments: Instruments) -> NodePoolLister:
     if config.EnableSimulation:
         return SimulatedNodePoolLister(lambda: cluster.nodes.snapshot().values())
+    gke = config.GKE
     try:
-        client = make_client(config.GKE.Endpoint)
+        client = make_client(gke.Endpoint)
+        compute = make_compute_client(gke.ComputeEndpoint)
     except google_auth_errors.DefaultCredentialsError as err:
         raise ConfigError(
             f"GKE {config.GKE.cluster_ref()}: no Google Cloud credentials to list its node pools "
             f"with ({err}); run with a service account (Workload Identity), set "
             "GOOGLE_APPLICATION_CREDENTIALS, or set EnableSimulation for a cluster without GKE"
         ) from None
-    return GkeNodePoolLister(config.GKE.cluster_ref(), client, instruments=instruments)
+    policies = ComputeWorkloadPolicies(
+        gke.ProjectID, region_of(gke.ClusterLocation), compute, instruments=instruments
+    )
+    return GkeNodePoolLister(gke.cluster_ref(), client, instruments=instruments, policies=policies)
 
 
 LISTEN_KEYS = ("MetricsAddr", "ProbeAddr")
