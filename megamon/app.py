@@ -10,6 +10,7 @@ import functools
 import logging
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -153,13 +154,13 @@ def _node_pools(config: Config, cluster: KubeCluster, instruments: Instruments) 
     gke = config.GKE
     try:
         client = make_client(gke.Endpoint)
-        compute = make_compute_client(gke.ComputeEndpoint)
     except google_auth_errors.DefaultCredentialsError as err:
         raise ConfigError(
             f"GKE {config.GKE.cluster_ref()}: no Google Cloud credentials to list its node pools "
             f"with ({err}); run with a service account (Workload Identity), set "
             "GOOGLE_APPLICATION_CREDENTIALS, or set EnableSimulation for a cluster without GKE"
         ) from None
+    compute = partial(make_compute_client, gke.ComputeEndpoint)
     policies = ComputeWorkloadPolicies(
         gke.ProjectID, region_of(gke.ClusterLocation), compute, instruments=instruments
     )

@@ -7,6 +7,8 @@ from __future__ import annotations
 import logging
 
 import pytest
+from google.auth import exceptions as auth_exceptions
+from google.cloud import compute_v1
 from prometheus_client import CollectorRegistry
 
 from internal.fakegke import FakeGke, tpu7x_node_pool, workload_policy
@@ -137,3 +139,21 @@ def test_the_lister_sizes_a_tpu7x_pool_from_its_policy(fake_gke: FakeGke) -> Non
     assert np.machine_type == "tpu7x-standard-4t" and not np.topology_problem
     assert (lost.tpu_topology, lost.placement_policy) == ("", "gone")
     assert "404" in lost.topology_problem and f"{POLICY}/gone" in lost.topology_problem
+
+
+def test_the_client_is_made_at_the_first_policy_and_missing_credentials_are_its_error() -> None:
+    """A cluster without TPU7x pools never needs Compute Engine: no credentials is a
+    failure of the policy's pools, not of megamon's start."""
+    made: list[int] = []
+
+    def connect() -> compute_v1.ResourcePoliciesClient:
+        made.append(1)
+        raise auth_exceptions.DefaultCredentialsError("Your default credentials were not found")
+
+    registry = CollectorRegistry()
+    instruments = Instruments("megamon", registry)
+    reader = ComputeWorkloadPolicies(PROJECT, REGION, connect, instruments=instruments)
+    assert made == []
+    with pytest.raises(SourceError, match=r"resourcePolicies/wp: no Google Cloud credentials"):
+        reader.topology("wp")
+    assert made == [1]

@@ -15,6 +15,10 @@ one log line per policy until it succeeds, and its count is
 asked again no sooner than ``retry_after`` seconds later, so a refused policy costs one call
 per interval, not one per poll. The caller observes the pool without the topology (from its
 nodes, when it has some).
+
+The client is made at the first policy to read, not at start: a cluster without TPU7x
+multi-host pools never needs Compute Engine, and missing credentials for it are such a
+failure of the pools that need it, never a start-up failure of megamon.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Protocol
 import requests
 from google.api_core import exceptions as api_exceptions
 from google.api_core import retry as api_retry
+from google.auth import exceptions as auth_exceptions
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import compute_v1
 
@@ -100,6 +105,13 @@ def make_compute_client(endpoint: str = "") -> compute_v1.ResourcePoliciesClient
     )
 
 
+Client = compute_v1.ResourcePoliciesClient
+
+
+def _given(client: Client) -> Callable[[], Client]:
+    return lambda: client
+
+
 @dataclass(frozen=True, slots=True)
 class _Failure:
     message: str
@@ -113,7 +125,7 @@ class ComputeWorkloadPolicies:
         self,
         project: str,
         region: str,
-        client: compute_v1.ResourcePoliciesClient,
+        client: Client | Callable[[], Client],
         *,
         instruments: Instruments | None = None,
         timeout: float = DEFAULT_TIMEOUT,
@@ -124,7 +136,8 @@ class ComputeWorkloadPolicies:
     ) -> None:
         self._project = project
         self._region = region
-        self._client = client
+        self._client: compute_v1.ResourcePoliciesClient | None = None
+        self._connect = _given(client) if isinstance(client, Client) else client
         self._instruments = instruments or Instruments.unregistered()
         self._timeout = timeout
         self._retry = api_retry.Retry(
@@ -154,11 +167,22 @@ class ComputeWorkloadPolicies:
         self._topologies[ref] = topology
         return topology
 
+    def _connected(self, ref: PolicyRef) -> compute_v1.ResourcePoliciesClient:
+        if self._client is None:
+            try:
+                self._client = self._connect()
+            except auth_exceptions.GoogleAuthError as err:
+                raise SourceError(
+                    f"Compute GetResourcePolicy {ref}: no Google Cloud credentials ({err})"
+                ) from err
+        return self._client
+
     def _read(self, ref: PolicyRef) -> str:
+        client = self._connected(ref)
         start = time.perf_counter()
         failed = True
         try:
-            found = self._client.get(
+            found = client.get(
                 project=ref.project,
                 region=ref.region,
                 resource_policy=ref.name,
