@@ -10,6 +10,7 @@ import functools
 import logging
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,11 @@ from megamon.sources.gke.lister import (
     GkeNodePoolLister,
     NodePoolLister,
     make_client,
+)
+from megamon.sources.gke.policies import (
+    ComputeWorkloadPolicies,
+    make_compute_client,
+    region_of,
 )
 from megamon.sources.kube.cluster import KubeCluster
 from megamon.sources.kube.configmaps import ConfigMapKey
@@ -145,15 +151,20 @@ class Service:
 def _node_pools(config: Config, cluster: KubeCluster, instruments: Instruments) -> NodePoolLister:
     if config.EnableSimulation:
         return SimulatedNodePoolLister(lambda: cluster.nodes.snapshot().values())
+    gke = config.GKE
     try:
-        client = make_client(config.GKE.Endpoint)
+        client = make_client(gke.Endpoint)
     except google_auth_errors.DefaultCredentialsError as err:
         raise ConfigError(
             f"GKE {config.GKE.cluster_ref()}: no Google Cloud credentials to list its node pools "
             f"with ({err}); run with a service account (Workload Identity), set "
             "GOOGLE_APPLICATION_CREDENTIALS, or set EnableSimulation for a cluster without GKE"
         ) from None
-    return GkeNodePoolLister(config.GKE.cluster_ref(), client, instruments=instruments)
+    compute = partial(make_compute_client, gke.ComputeEndpoint)
+    policies = ComputeWorkloadPolicies(
+        gke.ProjectID, region_of(gke.ClusterLocation), compute, instruments=instruments
+    )
+    return GkeNodePoolLister(gke.cluster_ref(), client, instruments=instruments, policies=policies)
 
 
 LISTEN_KEYS = ("MetricsAddr", "ProbeAddr")

@@ -63,6 +63,9 @@ class GKEConfig(_Section):
     ClusterLocation: str = ""
     ClusterName: str = ""
     Endpoint: str = ""
+    ComputeEndpoint: str = ""
+    """Where Compute Engine's API is (the workload policies of Ironwood node pools); empty:
+    Google's. Apart from ``Endpoint``, which may name a regional GKE endpoint."""
 
     def cluster_ref(self) -> str:
         return (

@@ -23,6 +23,15 @@ from megamon.domain.rejections import REASONS
 LABEL_OPERATION = "operation"
 LABEL_KIND = "kind"
 LABEL_REASON = "reason"
+LABEL_METHOD = "method"
+LABEL_ERROR = "error"
+
+METHOD_LIST_NODE_POOLS = "ListNodePools"
+"""GKE's ListNodePools: the cluster's node pools, every poll."""
+METHOD_GET_RESOURCE_POLICY = "GetResourcePolicy"
+"""Compute Engine's ResourcePolicies.Get: the topology of a workload policy (TPU7x), once per
+policy."""
+GKE_METHODS = (METHOD_LIST_NODE_POOLS, METHOD_GET_RESOURCE_POLICY)
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -99,10 +108,16 @@ class Instruments:
 
         self.gke_latency = Histogram(
             f"{prefix}_gke_latency_seconds",
-            "Latency of GKE ListNodePools calls, retries included.",
+            "Latency of Google Cloud API calls about the cluster's node pools (GKE "
+            "ListNodePools, Compute Engine GetResourcePolicy), retries included, by method and "
+            "whether the call failed.",
+            [LABEL_METHOD, LABEL_ERROR],
             registry=registry,
             buckets=_LATENCY_BUCKETS,
         )
+        for method in GKE_METHODS:
+            for failed in ("false", "true"):
+                self.gke_latency.labels(method=method, error=failed)
         self.aggregation_duration = Histogram(
             f"{prefix}_aggregation_duration_seconds",
             "Duration of one aggregation cycle: observe, record events, summarize, report.",
@@ -128,6 +143,12 @@ class Instruments:
             self.history_refused.labels(kind=kind.value)
             for reason in sorted(REASONS):
                 self.observation_errors.labels(kind=kind.value, reason=reason)
+
+    def observe_gke(self, method: str, seconds: float, *, failed: bool) -> None:
+        """One Google Cloud API call of ``method`` (a ``METHOD_*`` constant) that took
+        ``seconds``; ``failed``: it raised (its count is the errors' count)."""
+        error = "true" if failed else "false"
+        self.gke_latency.labels(method=method, error=error).observe(seconds)
 
     def count_skipped(self, kind: str, reason: str) -> None:
         """One more object of ``kind`` skipped for ``reason`` (a ``REASON_*`` constant)."""

@@ -17,7 +17,10 @@ and prints a table with the ratios (a)/(b). ``--write-docs`` puts the table and 
 into ``docs/performance.md`` (between its results markers).
 
 Sizes: S = 4,000 nodes / 250 pools / 300 JobSets, M = 16,000 / 1,000 / 1,200,
-L = 65,000 / 4,000 / 5,000.
+L = 65,000 / 4,000 / 5,000, and L+huge = L plus a 1,536-node v5p pool (16x16x24) and a
+2,304-node TPU7x pool (16x24x24, placed by a workload policy), each with its JobSet.
+``--size huge`` runs L and L+huge one after the other and compares their steady cycles; the
+L+huge probe asserts that one node of each huge pool going NotReady is seen in the next cycle.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "performance.md"
 RESULTS_BEGIN = "<!-- fleet benchmark results: begin -->"
 RESULTS_END = "<!-- fleet benchmark results: end -->"
+HUGE_BEGIN = "<!-- huge slices results: begin -->"
+HUGE_END = "<!-- huge slices results: end -->"
+"""``--size huge`` writes between these instead, leaving the S/M/L results as they are."""
 RECOMMENDED_GC = ["--gc-freeze", "--gc-threshold", "700,10,100"]
 """``gc.freeze()`` once the caches are synced and ``gc.set_threshold(700, 10, 100)``: what
 ``docs/performance.md`` recommends the service does."""
@@ -128,7 +134,7 @@ def probe(
 
 
 def run_size(size: fleet_objects.Size, args: argparse.Namespace) -> SizeResult:
-    print(f"[{size.name}] starting the emulators with {size.nodes:,} nodes ...", flush=True)
+    print(f"[{size.name}] starting the emulators with {size.total_nodes:,} nodes ...", flush=True)
     with emulators(size) as server:
         result = SizeResult(size, server)
         common = ["--kubeconfig", server["kubeconfig"], "--timeout", str(args.timeout)]
@@ -141,6 +147,7 @@ def run_size(size: fleet_objects.Size, args: argparse.Namespace) -> SizeResult:
             result.listing = probe("list", common, timeout=args.list_timeout, limit_memory=True)
         print(f"[{size.name}] (c-e) {args.cycles} steady cycles ...", flush=True)
         cycle_args = [*common, "--gke", server["gke"], "--cycles", str(args.cycles)]
+        cycle_args += ["--size", size.name]
         cycle_args += ["--history", str(args.history)]
         if args.reference:
             cycle_args.append("--reference")
@@ -174,6 +181,11 @@ def machine() -> str:
         f"{model}, {os.cpu_count()} cores, {memory:.0f} GB RAM, "
         f"Python {platform.python_version()} ({platform.system()} {platform.release()})"
     )
+
+
+def load() -> str:
+    """The load averages, as ``uptime`` prints them: other work on the machine shows here."""
+    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def _seconds(figures: dict[str, Any], key: str) -> str:
@@ -222,8 +234,8 @@ def _store(figures: dict[str, Any]) -> str:
 def table(results: Sequence[SizeResult]) -> str:
     """The results as a Markdown table, one column per size."""
     head = "| | " + " | ".join(
-        f"{r.size.name}: {r.size.nodes:,} nodes / {r.size.pools:,} pools / "
-        f"{r.size.jobsets:,} JobSets"
+        f"{r.size.name}: {r.size.total_nodes:,} nodes / {r.size.total_pools:,} pools / "
+        f"{r.size.total_jobsets:,} JobSets"
         for r in results
     )
     cells: list[tuple[str, Callable[[SizeResult], str]]] = [
@@ -286,7 +298,7 @@ def growth(results: Sequence[SizeResult]) -> str:
     steps = list(pairwise(results))
     head = "| figure | " + " | ".join(f"{a.size.name} → {b.size.name}" for a, b in steps) + " |"
     lines = [head, "|---" + "|---:" * len(steps) + "|"]
-    nodes = [f"{b.size.nodes / a.size.nodes:.2f}×" for a, b in steps]
+    nodes = [f"{b.size.total_nodes / a.size.total_nodes:.2f}×" for a, b in steps]
     lines.append("| nodes (the fleet) | " + " | ".join(nodes) + " |")
     for label, part, key in _GROWTH:
         cells = []
@@ -297,19 +309,70 @@ def growth(results: Sequence[SizeResult]) -> str:
     return "\n".join(lines)
 
 
-def write_docs(text: str) -> None:
-    """Replace the results section of ``docs/performance.md`` (between its markers)."""
-    document = DOCS.read_text() if DOCS.exists() else f"{RESULTS_BEGIN}\n{RESULTS_END}\n"
-    before, _, rest = document.partition(RESULTS_BEGIN)
-    _, _, after = rest.partition(RESULTS_END)
-    DOCS.write_text(f"{before}{RESULTS_BEGIN}\n{text}\n{RESULTS_END}{after}")
+_HUGE_FIGURES: list[tuple[str, str]] = [
+    ("steady cycle CPU (median)", "cycle_cpu_s"),
+    ("steady cycle CPU (mean)", "cycle_cpu_mean_s"),
+    ("of which aggregate_once()", "aggregate_cpu_s"),
+    ("of which persist_once()", "persist_cpu_s"),
+    ("of which /metrics render", "render_cpu_s"),
+    ("workload pass on a watch change", "workloads_cpu_s"),
+    ("GKE poll of the node pools", "poll_cpu_s"),
+]
+
+
+def huge_comparison(results: Sequence[SizeResult]) -> str:
+    """Each ``X+huge`` against ``X`` of the same run: each steady figure and its growth,
+    beside the growth of the node count; and the huge pools whose NotReady node the probe
+    saw in the next cycle."""
+    by_name = {r.size.name: r for r in results}
+    parts = []
+    for huge in results:
+        plain = by_name.get(huge.size.name.removesuffix("+huge"))
+        if not huge.size.huge or plain is None or plain is huge:
+            continue
+        if "gave_up" in plain.cycles or "gave_up" in huge.cycles:
+            continue
+        parts.append(_compared(plain, huge))
+    return "\n\n".join(parts)
+
+
+def _compared(plain: SizeResult, huge: SizeResult) -> str:
+    a, b = plain.size.name, huge.size.name
+    nodes = huge.size.total_nodes / plain.size.total_nodes
+    lines = [
+        f"| figure | {a} | {b} | growth |",
+        "|---|---:|---:|---:|",
+        f"| nodes | {plain.size.total_nodes:,} | {huge.size.total_nodes:,} | "
+        f"{(nodes - 1) * 100:+.1f}% |",
+    ]
+    for part, suffix in ((plain.cycles, huge.cycles), (plain.tuned, huge.tuned)):
+        if not part or not suffix or "gave_up" in part or "gave_up" in suffix:
+            continue
+        tuned = " (recommended GC settings)" if part is plain.tuned else ""
+        for label, key in _HUGE_FIGURES:
+            before, after = part[key], suffix[key]
+            growth = f"{(after / before - 1) * 100:+.1f}%" if before else "—"
+            lines.append(f"| {label}{tuned} | {before:.3f} s | {after:.3f} s | {growth} |")
+    checked = ", ".join(huge.cycles.get("huge_checked", [])) or "none"
+    lines += ["", f"One NotReady node of each seen in the next cycle (asserted): {checked}."]
+    return "\n".join(lines)
+
+
+def write_docs(text: str, begin: str = RESULTS_BEGIN, end: str = RESULTS_END) -> None:
+    """Replace a results section of ``docs/performance.md`` (between its markers)."""
+    document = DOCS.read_text() if DOCS.exists() else ""
+    if begin not in document:
+        document += f"{begin}\n{end}\n"
+    before, _, rest = document.partition(begin)
+    _, _, after = rest.partition(end)
+    DOCS.write_text(f"{before}{begin}\n{text}\n{end}{after}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m internal.bench.fleet", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--size", choices=[*fleet_objects.SIZES, "all"], default="S")
+    parser.add_argument("--size", choices=[*fleet_objects.SIZES, "all", "huge"], default="S")
     parser.add_argument("--cycles", type=int, default=5, help="steady cycles measured")
     parser.add_argument("--history", type=int, default=20, help="seeded events per resource")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per probe")
@@ -331,11 +394,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write every figure here")
     parser.add_argument("--write-docs", action="store_true", help="update docs/performance.md")
     args = parser.parse_args(argv)
-    names = list(fleet_objects.SIZES) if args.size == "all" else [args.size]
+    names = {"all": list(fleet_objects.SIZES), "huge": ["L", "L+huge"]}.get(args.size, [args.size])
+    load_before = load()
     results = [run_size(fleet_objects.SIZES[name], args) for name in names]
-    text = f"Machine: {machine()}.\n\n{table(results)}"
+    text = (
+        f"Machine: {machine()}; load average (1, 5, 15 min) {load_before} at the start, "
+        f"{load()} at the end (the machine may be shared).\n\n{table(results)}"
+    )
     if len(results) > 1:
         text += f"\n\nGrowth from one size to the next:\n\n{growth(results)}"
+    comparison = huge_comparison(results)
+    if comparison:
+        text += f"\n\nThe huge slices (L+huge against L, same run):\n\n{comparison}"
     print()
     print(text)
     if args.json:
@@ -356,8 +426,12 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     if args.write_docs:
-        write_docs(text)
-    return 0
+        if args.size == "huge":
+            write_docs(text, HUGE_BEGIN, HUGE_END)
+        else:
+            write_docs(text)
+    failed = [r.size.name for r in results if "gave_up" in r.cycles]
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

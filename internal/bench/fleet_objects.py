@@ -13,6 +13,11 @@ The shape of the fleet:
   created for it, so its nodes carry the TPU provisioner's JobSet labels; JobSets beyond P
   have Completed and their leader pods (Succeeded) linger on a node of pool ``j mod P``, as
   finished pods do until they are collected.
+
+The ``L+huge`` case is the L fleet plus two huge slices, each with the JobSet the TPU
+provisioner created it for (running, every replica ready): a 1,536-node v5p pool (16x16x24)
+and a 2,304-node Ironwood (TPU7x) pool (16x24x24), placed by a workload policy as GKE makes
+TPU7x multi-host pools (no ``tpuTopology``; the policy, ``resource_policies``, holds it).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from internal.fakegke import tpu_node_pool
+from internal.fakegke import tpu7x_node_pool, tpu_node_pool, workload_policy
 from internal.fleet import objects
 from internal.fleet.nodes import gke_node_name, tpu_node
 from internal.fleet.shapes import TpuShape
@@ -31,6 +36,8 @@ Obj = dict[str, Any]
 
 PROJECT = "megamon-bench"
 LOCATION = "us-east5"
+REGION = "us-east5"
+"""Of the cluster and its workload policies."""
 ZONE = "us-east5-b"
 CLUSTER = "bench"
 SINCE = "2026-05-01T00:00:00Z"
@@ -38,18 +45,60 @@ NAMESPACES = 20
 
 
 @dataclass(frozen=True)
+class HugePool:
+    """One huge slice beside the regular pools, and the JobSet created for it."""
+
+    name: str
+    shape: TpuShape
+    policy: str = ""
+    """The workload policy that places it (TPU7x); "" for a pool with a ``tpuTopology``."""
+
+    @property
+    def jobset(self) -> str:
+        return f"train-{self.name}"
+
+
+HUGE = (
+    HugePool("huge-v5p", TpuShape("tpu-v5p-slice", "ct5p-hightpu-4t", "16x16x24")),
+    HugePool(
+        "huge-tpu7x",
+        TpuShape("tpu7x", "tpu7x-standard-4t", "16x24x24"),
+        policy="wp-tpu7x-16x24x24",
+    ),
+)
+"""1,536 and 2,304 nodes."""
+
+
+@dataclass(frozen=True)
 class Size:
     name: str
     nodes: int
+    """Nodes of the regular pools (the huge ones come on top: ``total_nodes``)."""
     pools: int
     jobsets: int
+    huge: tuple[HugePool, ...] = ()
+
+    @property
+    def total_nodes(self) -> int:
+        return self.nodes + sum(pool.shape.nodes for pool in self.huge)
+
+    @property
+    def total_pools(self) -> int:
+        return self.pools + len(self.huge)
+
+    @property
+    def total_jobsets(self) -> int:
+        return self.jobsets + len(self.huge)
 
 
 SIZES: dict[str, Size] = {
     "S": Size("S", 4_000, 250, 300),
     "M": Size("M", 16_000, 1_000, 1_200),
     "L": Size("L", 65_000, 4_000, 5_000),
+    "L+huge": Size("L+huge", 65_000, 4_000, 5_000, HUGE),
+    "S+huge": Size("S+huge", 4_000, 250, 300, HUGE),
 }
+"""``S+huge`` is for the benchmark's own test: the huge pools' check at a size it can run."""
 
 # Topology of a slice of n nodes (4 chips a VM) per accelerator family.
 _2D = {4: "4x4", 8: "4x8", 16: "8x8", 32: "8x16", 64: "16x16"}
@@ -104,7 +153,7 @@ class Pool:
         return [gke_node_name(CLUSTER, self.name, k) for k in range(self.nodes)]
 
 
-def pools(size: Size) -> list[Pool]:
+def regular_pools(size: Size) -> list[Pool]:
     result = []
     for i, n in enumerate(pool_sizes(size)):
         accelerator, machine, topologies = _FAMILIES[i % len(_FAMILIES)]
@@ -113,32 +162,60 @@ def pools(size: Size) -> list[Pool]:
     return result
 
 
+def pools(size: Size) -> list[Pool]:
+    """The regular pools, then the huge ones."""
+    huge = [Pool(pool.name, pool.shape, pool.shape.nodes) for pool in size.huge]
+    return [*regular_pools(size), *huge]
+
+
+def owner(size: Size, i: int) -> tuple[str, str] | None:
+    """(namespace, name) of the JobSet pool ``i`` was created for, if any."""
+    if i >= size.pools:
+        return jobset_namespace(i), size.huge[i - size.pools].jobset
+    return (jobset_namespace(i), jobset_name(i)) if i < size.jobsets else None
+
+
 def gke_pools(size: Size) -> Iterator[Obj]:
     """The node pools as GKE's REST API returns them."""
     for i, pool in enumerate(pools(size)):
+        created_for = owner(size, i)
+        common: dict[str, Any] = {
+            "spot": pool.shape.spot,
+            "zone": ZONE,
+            "labels": _provisioner_labels(*created_for) if created_for else None,
+        }
+        policy = size.huge[i - size.pools].policy if i >= size.pools else ""
+        if policy:
+            yield tpu7x_node_pool(pool.name, policy, pool.shape.topology, "RUNNING", **common)
+            continue
         yield tpu_node_pool(
             pool.name,
             machine_type=pool.shape.machine_type,
             topology=pool.shape.topology,
             status="RUNNING",
-            spot=pool.shape.spot,
             accelerator=pool.shape.accelerator,
-            zone=ZONE,
-            labels=_provisioner_labels(i) if i < size.jobsets else None,
+            **common,
         )
 
 
-def _provisioner_labels(j: int) -> dict[str, str]:
+def resource_policies(size: Size) -> Iterator[Obj]:
+    """The workload policies of the huge TPU7x pools, as Compute Engine returns them."""
+    for pool in size.huge:
+        if pool.policy:
+            yield workload_policy(pool.policy, pool.shape.topology)
+
+
+def _provisioner_labels(namespace: str, name: str) -> dict[str, str]:
     return {
-        labels.PROVISIONER_JOBSET_NAMESPACE: jobset_namespace(j),
-        labels.PROVISIONER_JOBSET_NAME: jobset_name(j),
+        labels.PROVISIONER_JOBSET_NAMESPACE: namespace,
+        labels.PROVISIONER_JOBSET_NAME: name,
     }
 
 
 def nodes(size: Size) -> Iterator[Obj]:
-    """Every node, pool by pool; the pool of JobSet ``j`` carries its provisioner labels."""
+    """Every node, pool by pool; the pool of a JobSet carries its provisioner labels."""
     for i, pool in enumerate(pools(size)):
-        owner = (jobset_namespace(i), jobset_name(i)) if i < size.jobsets else None
+        created_for = owner(size, i)
         for name in pool.node_names():
             yield tpu_node(
                 name,
@@ -147,14 +224,14 @@ def nodes(size: Size) -> Iterator[Obj]:
                 zone=ZONE,
                 ready_since=SINCE,
                 project=PROJECT,
-                jobset=owner,
+                jobset=created_for,
                 realistic=True,
             )
 
 
 def workloads(size: Size) -> Iterator[Obj]:
     """Every JobSet and its leader pod (replica 0, completion index 0, bound to a node)."""
-    all_pools = pools(size)
+    all_pools = regular_pools(size)
     for j in range(size.jobsets):
         pool = all_pools[j % len(all_pools)]
         running = j < len(all_pools)
@@ -176,6 +253,29 @@ def workloads(size: Size) -> Iterator[Obj]:
             shape=pool.shape,
             phase="Running" if running else "Succeeded",
         )
+    for i, pool in enumerate(size.huge, start=size.pools):
+        namespace = jobset_namespace(i)
+        jobset = objects.jobset(pool.jobset, namespace, shape=pool.shape, since=SINCE)
+        jobset["status"] = objects.jobset_status(replicas=1, ready=1, since=SINCE)
+        yield jobset
+        yield objects.leader_pod(
+            pool.jobset,
+            namespace,
+            index=0,
+            node_name=gke_node_name(CLUSTER, pool.name, 0),
+            shape=pool.shape,
+            phase="Running",
+        )
+
+
+def flip_orders(size: Size) -> list[list[str]]:
+    """The node names ``flipped`` picks from, one list per part of the fleet: the regular
+    pools' nodes, then (``L+huge``) the huge pools'. Taken apart, the regular pools see the
+    very churn of the size without huge slices (the stride pattern depends on the length of
+    the list) and the huge pools ``share`` of their own nodes."""
+    regular = sorted(name for pool in regular_pools(size) for name in pool.node_names())
+    huge = sorted(name for pool in pools(size)[size.pools :] for name in pool.node_names())
+    return [regular, huge] if huge else [regular]
 
 
 def flipped(node_names: list[str], cycle: int, share: float = 0.01) -> list[str]:

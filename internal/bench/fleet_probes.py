@@ -17,6 +17,9 @@ JSON line of figures. A fresh process per probe makes its peak RSS (``VmHWM``,
   trigger between cycles (``observe_workloads_once()``) is timed apart. ``--reference``
   renders once more with ``prometheus_client`` and says whether the two agree;
   ``--gc-freeze`` and ``--gc-threshold`` apply garbage-collector settings after the sync.
+  A size with huge slices (``L+huge``) then checks, asserting, that one node of each huge
+  pool going NotReady is seen in the very next cycle: the pool and its JobSet's nodes down,
+  one node short of the count the fleet itself computes (``huge_checked`` in the figures).
 
 The probes also run against a tree without ``megamon.publishing.metrics.exposition`` (rendering with
 ``prometheus_client`` then), so that a "before" is measured by the same code.
@@ -47,14 +50,17 @@ from prometheus_client import generate_latest as reference_render
 
 from internal.bench import fleet_objects
 from internal.bench.memory import current_rss_mb, peak_rss_mb
+from internal.fleet.nodes import gke_node_name
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_UP, EventRecord
 from megamon.domain.kinds import Kind
+from megamon.domain.reports import Report
 from megamon.loops.aggregator import Aggregator
 from megamon.observing.common import Settings
 from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 from megamon.publishing.metrics.gating import LeaderOnly
 from megamon.recording.eventlog import UNOBSERVED_SLACK_NS, EventLog
 from megamon.sources.gke.lister import GkeNodePoolLister, make_client
+from megamon.sources.gke.policies import ComputeWorkloadPolicies, make_compute_client
 from megamon.sources.gke.views import NodePoolView
 from megamon.sources.kube.cluster import KubeCluster, StaticCluster
 from megamon.sources.kube.projections import NodeView
@@ -203,10 +209,11 @@ def _seed_directory(
     _seed(store, pools, snapshot, events, now)
 
 
-def _flip(base: ClusterSnapshot, order: list[str], cycle: int, now: int) -> ClusterSnapshot:
+def _flip(base: ClusterSnapshot, orders: list[list[str]], cycle: int, now: int) -> ClusterSnapshot:
     nodes: dict[str, NodeView] = dict(base.nodes)
-    for name in fleet_objects.flipped(order, cycle):
-        nodes[name] = replace(nodes[name], ready_status="False", ready_since_ns=now)
+    for order in orders:
+        for name in fleet_objects.flipped(order, cycle):
+            nodes[name] = replace(nodes[name], ready_status="False", ready_since_ns=now)
     return replace(base, nodes=MappingProxyType(nodes))
 
 
@@ -256,11 +263,16 @@ def _tune_collector(args: argparse.Namespace) -> None:
 def probe_cycles(args: argparse.Namespace) -> dict[str, Any]:
     base = _synced_snapshot(args)
     _tune_collector(args)
-    order = sorted(base.nodes)
+    size = fleet_objects.SIZES[args.size]
+    orders = fleet_objects.flip_orders(size)
+    assert sum(map(len, orders)) == len(base.nodes), "the fleet and the snapshot differ"
     lister = GkeNodePoolLister(
         f"projects/{fleet_objects.PROJECT}/locations/{fleet_objects.LOCATION}"
         f"/clusters/{fleet_objects.CLUSTER}",
         make_client(args.gke),
+        policies=ComputeWorkloadPolicies(
+            fleet_objects.PROJECT, fleet_objects.REGION, make_compute_client(args.gke)
+        ),
     )
     pools, poll_wall, poll_cpu = _timed(lister.list_node_pools)
 
@@ -312,7 +324,7 @@ def probe_cycles(args: argparse.Namespace) -> dict[str, Any]:
     cycles: list[dict[str, Any]] = []
     for cycle in range(args.cycles + 1):
         clock["now"] += CYCLE_NS
-        view.current = StaticCluster(_flip(base, order, cycle, clock["now"]))
+        view.current = StaticCluster(_flip(base, orders, cycle, clock["now"]))
         collections.take()
         if profiler is not None and cycle == args.cycles:
             profiler.start()
@@ -324,6 +336,7 @@ def probe_cycles(args: argparse.Namespace) -> dict[str, Any]:
     if profiler is not None:
         Path(args.profile).write_text(profiler.output_text(unicode=False, color=False))
     peak = peak_rss_mb()  # before prometheus_client's own render, which is not megamon's
+    checked = _check_huge(size, base, view, aggregator, clock) if size.huge else []
     reference = _compare_with_reference(registry) if args.reference else {}
     return {
         **reference,
@@ -338,7 +351,51 @@ def probe_cycles(args: argparse.Namespace) -> dict[str, Any]:
         "gc": {"freeze": args.gc_freeze, "threshold": gc.get_threshold()},
         "first_cycle": cycles[0],
         **_steady(cycles[1:]),
+        "huge_checked": checked,
     }
+
+
+def _check_huge(
+    size: fleet_objects.Size,
+    base: ClusterSnapshot,
+    view: _Snapshots,
+    aggregator: Aggregator,
+    clock: dict[str, int],
+) -> list[str]:
+    """One cycle with every node Ready, then one with node 1 of each huge pool NotReady:
+    each huge pool and its JobSet's nodes must be up, then down one node short, in that
+    very cycle. The pools checked, or AssertionError (the probe fails)."""
+    uids = {js.name: js.uid for js in base.jobsets.values()}
+
+    def cycle(snapshot: ClusterSnapshot) -> Report:
+        clock["now"] += CYCLE_NS
+        view.current = StaticCluster(snapshot)
+        report = aggregator.aggregate_once()
+        assert report is not None
+        assert aggregator.persist_once()
+        return report
+
+    def check(report: Report, pool: fleet_objects.HugePool, ready: int) -> None:
+        nodes = pool.shape.nodes
+        observed = report.kind(Kind.NODEPOOL).observations[pool.name]
+        got = (observed.expected, observed.ready, observed.up)
+        assert got == (nodes, ready, ready == nodes), (pool.name, got)
+        assert observed.attrs.tpu_topology == pool.shape.topology, observed.attrs
+        workload = report.kind(Kind.JOBSET_NODES).observations[uids[pool.jobset]]
+        got = (workload.expected, workload.ready, workload.up)
+        assert got == (nodes, ready, ready == nodes), (pool.jobset, got)
+
+    report = cycle(base)
+    for pool in size.huge:
+        check(report, pool, pool.shape.nodes)
+    nodes: dict[str, NodeView] = dict(base.nodes)
+    for pool in size.huge:
+        name = gke_node_name(fleet_objects.CLUSTER, pool.name, 1)
+        nodes[name] = replace(nodes[name], ready_status="False", ready_since_ns=clock["now"])
+    report = cycle(replace(base, nodes=MappingProxyType(nodes)))
+    for pool in size.huge:
+        check(report, pool, pool.shape.nodes - 1)
+    return [pool.name for pool in size.huge]
 
 
 def _cycle(
@@ -417,6 +474,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("probe", choices=sorted(PROBES))
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--gke", help="GKE emulator endpoint (cycles)")
+    parser.add_argument(
+        "--size", choices=sorted(fleet_objects.SIZES), default="S", help="the fleet (cycles)"
+    )
     parser.add_argument("--cycles", type=int, default=5, help="steady cycles measured")
     parser.add_argument("--history", type=int, default=20, help="seeded events per resource")
     parser.add_argument("--timeout", type=float, default=600.0, help="sync timeout, seconds")

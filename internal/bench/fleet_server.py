@@ -39,6 +39,8 @@ def serve(size: fleet_objects.Size, directory: Path) -> None:
             fleet_objects.PROJECT, fleet_objects.LOCATION, fleet_objects.CLUSTER, pool
         )
         pools += 1
+    for policy in fleet_objects.resource_policies(size):
+        gke.put_resource_policy(fleet_objects.PROJECT, fleet_objects.REGION, policy)
     gc.collect()
     gc.freeze()  # millions of stored, acyclic objects: keep the collector off them
     kube.start()

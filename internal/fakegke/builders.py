@@ -32,12 +32,16 @@ def tpu_node_pool(  # noqa: PLR0917 - positional defaults are the documented cal
     zone: str | None = None,
     version: str = DEFAULT_GKE_VERSION,
     labels: dict[str, str] | None = None,
+    policy: str = "",
 ) -> dict[str, Any]:
     """A TPU slice node pool as GKE's REST API returns it.
 
     ``node_count`` defaults to the number of VMs the slice needs: the chips of ``topology``
     divided by the chips per VM of ``machine_type`` (16x16 on ct5lp-hightpu-4t: 64 nodes).
     Fields that proto3 JSON omits when empty (``spot`` false, no ``statusMessage``) are omitted.
+    With ``policy`` the pool is placed by that workload policy, as Ironwood (TPU7x) multi-host
+    pools are: ``placementPolicy`` names it and carries no ``tpuTopology`` (``topology`` only
+    sizes the pool; the policy, ``workload_policy``, holds it).
     """
     problem = status_problem(status)
     if problem is not None:
@@ -54,7 +58,9 @@ def tpu_node_pool(  # noqa: PLR0917 - positional defaults are the documented cal
         "name": name,
         "config": config,
         "initialNodeCount": nodes_for(machine_type, topology) if node_count is None else node_count,
-        "placementPolicy": {"type": "COMPACT", "tpuTopology": topology},
+        "placementPolicy": (
+            {"policyName": policy} if policy else {"type": "COMPACT", "tpuTopology": topology}
+        ),
         "management": {"autoRepair": True, "autoUpgrade": True},
         "version": version,
         "status": status,
@@ -64,6 +70,31 @@ def tpu_node_pool(  # noqa: PLR0917 - positional defaults are the documented cal
     if zone:
         pool["locations"] = [zone]
     return pool
+
+
+def tpu7x_node_pool(
+    name: str, policy: str, topology: str = "2x2x2", status: str = "PROVISIONING", **kw: Any
+) -> dict[str, Any]:
+    """An Ironwood (TPU7x) multi-host pool placed by workload policy ``policy`` (of
+    ``topology``), on tpu7x-standard-4t VMs, as ``gcloud container node-pools create
+    --machine-type=tpu7x-standard-4t --placement-policy=POLICY`` makes it."""
+    return tpu_node_pool(
+        name,
+        "tpu7x-standard-4t",
+        topology,
+        status,
+        accelerator="tpu7x",
+        policy=policy,
+        **kw,
+    )
+
+
+def workload_policy(name: str, topology: str, kind: str = "HIGH_THROUGHPUT") -> dict[str, Any]:
+    """A Compute Engine workload policy as ResourcePolicies.Get returns it (``gcloud compute
+    resource-policies create workload-policy NAME --type=HIGH_THROUGHPUT
+    --accelerator-topology=TOPOLOGY``); the store adds ``kind``, ``region``, ``selfLink``."""
+    _topology_dims(topology)
+    return {"name": name, "workloadPolicy": {"type": kind, "acceleratorTopology": topology}}
 
 
 def nodes_for(machine_type: str, topology: str) -> int:

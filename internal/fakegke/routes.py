@@ -11,6 +11,13 @@ API surface, as google-cloud-container's REST transport calls it:
 
 The deprecated ``/v1/projects/{p}/zones/{z}/...`` forms are served the same way. Any other
 ``/v1/`` request gets 501 UNIMPLEMENTED, so a client using an RPC the fake lacks fails loudly.
+
+And of Compute Engine, as google-cloud-compute's ``ResourcePoliciesClient`` (REST) calls it,
+for the workload policies that hold an Ironwood (TPU7x) pool's topology:
+
+* ``GET /compute/v1/projects/{p}/regions/{r}/resourcePolicies/{name}``   ResourcePolicies.Get
+
+Set up with ``PUT``/``DELETE /admin/compute/v1/projects/{p}/regions/{r}/resourcePolicies/{name}``.
 """
 
 from __future__ import annotations
@@ -22,11 +29,19 @@ from urllib.parse import unquote
 from internal.fakegke.enums import wants_int_enums, with_int_enums
 from internal.fakegke.errors import ApiError, invalid_argument
 from internal.fakegke.faults import Fault, FaultPlan, make_fault
-from internal.fakegke.store import ClusterRef, JsonObject, NodePoolStore
+from internal.fakegke.store import (
+    ClusterRef,
+    JsonObject,
+    NodePoolStore,
+    PolicyRef,
+    ResourcePolicyStore,
+)
 
 Reply = tuple[int, JsonObject]
 
 API_PREFIX = "/v1/"
+COMPUTE_PREFIX = "/compute/v1/"
+API_PREFIXES = (API_PREFIX, COMPUTE_PREFIX)
 ADMIN_PREFIX = "/admin/"
 FAULTS_PATH = "/admin/v1/faults"
 
@@ -35,11 +50,23 @@ _POOLS = r"/nodePools(?:/(?P<name>[^/]+))?$"
 _API_POOLS = re.compile("^/v1/" + _CLUSTER.format(kind="(?:locations|zones)") + _POOLS)
 _ADMIN_POOLS = re.compile("^/admin/v1/" + _CLUSTER.format(kind="locations") + _POOLS)
 
+_POLICY = r"projects/(?P<project>[^/]+)/regions/(?P<region>[^/]+)/resourcePolicies/(?P<name>[^/]+)$"
+_API_POLICY = re.compile("^/compute/v1/" + _POLICY)
+_ADMIN_POLICY = re.compile("^/admin/compute/v1/" + _POLICY)
+
 _FAULT_KEYS = {"status", "count", "latency_seconds", "path_prefix"}
 
 
-def api_reply(method: str, path: str, query: dict[str, list[str]], store: NodePoolStore) -> Reply:
-    """Answer one GKE API request the way GKE would."""
+def api_reply(
+    method: str,
+    path: str,
+    query: dict[str, list[str]],
+    store: NodePoolStore,
+    policies: ResourcePolicyStore,
+) -> Reply:
+    """Answer one GKE (or Compute Engine resource policy) API request the way Google would."""
+    if path.startswith(COMPUTE_PREFIX):
+        return _policy_reply(method, path, policies)
     match = _API_POOLS.match(path)
     if method != "GET" or match is None:
         message = f"fakegke serves only ListNodePools and GetNodePool, not {method} {path}"
@@ -54,12 +81,36 @@ def api_reply(method: str, path: str, query: dict[str, list[str]], store: NodePo
     return 200, with_int_enums(pool) if int_enums else pool
 
 
+def _policy_reply(method: str, path: str, policies: ResourcePolicyStore) -> Reply:
+    match = _API_POLICY.match(path)
+    if method != "GET" or match is None:
+        message = f"fakegke serves only ResourcePolicies.Get of Compute, not {method} {path}"
+        raise ApiError(501, message)
+    return 200, policies.get(_policy_ref(match))
+
+
 def admin_reply(
-    method: str, path: str, body: bytes, store: NodePoolStore, faults: FaultPlan
+    method: str,
+    path: str,
+    body: bytes,
+    store: NodePoolStore,
+    faults: FaultPlan,
+    *,
+    policies: ResourcePolicyStore,
 ) -> Reply:
     """Answer one admin request (test set-up); admin requests are never subject to faults."""
     if path == FAULTS_PATH:
         return _faults_reply(method, body, faults)
+    policy = _ADMIN_POLICY.match(path)
+    if policy is not None:
+        _require(method, {"GET", "PUT", "DELETE"}, path)
+        ref = _policy_ref(policy)
+        if method == "PUT":
+            return 200, policies.put(ref, _json(body))
+        if method == "DELETE":
+            policies.delete(ref)
+            return 200, {}
+        return 200, policies.get(ref)
     match = _ADMIN_POOLS.match(path)
     if match is None:
         raise ApiError(404, f"no such admin resource: {path}")
@@ -114,6 +165,11 @@ def _fault_json(fault: Fault) -> JsonObject:
 def _cluster_ref(match: re.Match[str]) -> ClusterRef:
     parts = (unquote(match.group(key)) for key in ("project", "location", "cluster"))
     return ClusterRef(*parts)
+
+
+def _policy_ref(match: re.Match[str]) -> PolicyRef:
+    parts = (unquote(match.group(key)) for key in ("project", "region", "name"))
+    return PolicyRef(*parts)
 
 
 def _pool_name(match: re.Match[str]) -> str | None:

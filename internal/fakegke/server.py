@@ -27,13 +27,19 @@ from internal.fakegke.errors import ApiError
 from internal.fakegke.faults import FaultPlan, make_fault
 from internal.fakegke.routes import (
     ADMIN_PREFIX,
-    API_PREFIX,
+    API_PREFIXES,
     Reply,
     admin_reply,
     api_reply,
     fault_message,
 )
-from internal.fakegke.store import ClusterRef, JsonObject, NodePoolStore
+from internal.fakegke.store import (
+    ClusterRef,
+    JsonObject,
+    NodePoolStore,
+    PolicyRef,
+    ResourcePolicyStore,
+)
 
 _LOG = logging.getLogger(__name__)
 
@@ -47,6 +53,7 @@ class ServerState:
 
     def __init__(self) -> None:
         self.store = NodePoolStore()
+        self.policies = ResourcePolicyStore()
         self.faults = FaultPlan()
         self.stopping = threading.Event()
         self._lock = threading.Lock()
@@ -143,16 +150,18 @@ class _Handler(BaseHTTPRequestHandler):
     def _reply(self, path: str, query: dict[str, list[str]], body: bytes) -> Reply:
         state = self.server.state
         if path.startswith(ADMIN_PREFIX):
-            return admin_reply(self.command, path, body, state.store, state.faults)
+            return admin_reply(
+                self.command, path, body, state.store, state.faults, policies=state.policies
+            )
         state.count_api_request()
         outcome = state.faults.take(path)
         if outcome.latency_seconds and state.stopping.wait(outcome.latency_seconds):
             raise _StoppingError
         if outcome.status is not None:
             raise ApiError(outcome.status, fault_message(outcome.status))
-        if not path.startswith(API_PREFIX):
+        if not path.startswith(API_PREFIXES):
             raise ApiError(404, f"The requested URL {path} was not found on this server.")
-        return api_reply(self.command, path, query, state.store)
+        return api_reply(self.command, path, query, state.store, state.policies)
 
     def _read_body(self) -> bytes:
         length = self.headers.get("Content-Length")
@@ -280,6 +289,18 @@ class FakeGke:
         """Set a node pool's ``status`` and ``statusMessage`` (removed when ``message`` is "")."""
         ref = ClusterRef(project, location, cluster)
         return self._state.store.set_status(ref, name, status, message)
+
+    def put_resource_policy(self, project: str, region: str, policy: JsonObject) -> JsonObject:
+        """Create or replace a Compute Engine resource policy (named by its ``name``), e.g.
+        ``workload_policy("wp", "2x2x2")``; returns the stored copy."""
+        name = policy.get("name")
+        if not isinstance(name, str):
+            raise ApiError(400, "policy needs a string 'name'")
+        return self._state.policies.put(PolicyRef(project, region, name), policy)
+
+    def delete_resource_policy(self, project: str, region: str, name: str) -> None:
+        """Remove a resource policy; ``ApiError`` 404 if it does not exist."""
+        self._state.policies.delete(PolicyRef(project, region, name))
 
     def inject_fault(
         self,

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from internal.fakegke.enums import status_problem
-from internal.fakegke.errors import invalid_argument, not_found
+from internal.fakegke.errors import ApiError, invalid_argument, not_found
 
 JsonObject = dict[str, Any]
 
 SELF_LINK_BASE = "https://container.googleapis.com/v1"
+COMPUTE_LINK_BASE = "https://www.googleapis.com/compute/v1"
 
 
 @dataclass(frozen=True)
@@ -123,3 +124,57 @@ def _normalised(ref: ClusterRef, name: str, node_pool: object) -> JsonObject:
     if "status" in stored:
         check_status(stored["status"])
     return stored
+
+
+@dataclass(frozen=True)
+class PolicyRef:
+    """Identifies a Compute Engine resource policy (regional, as workload policies are)."""
+
+    project: str
+    region: str
+    name: str
+
+    @property
+    def resource(self) -> str:
+        """``projects/p/regions/r/resourcePolicies/n``."""
+        return f"projects/{self.project}/regions/{self.region}/resourcePolicies/{self.name}"
+
+
+class ResourcePolicyStore:
+    """Compute Engine resource policies (the workload policies TPU7x pools name), one lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._policies: dict[PolicyRef, JsonObject] = {}
+
+    def put(self, ref: PolicyRef, policy: JsonObject) -> JsonObject:
+        """Create or replace ``ref`` with the fields Compute always fills in."""
+        if not isinstance(policy, dict):
+            raise invalid_argument("a resource policy must be a JSON object")
+        if not ref.name or "/" in ref.name:
+            raise invalid_argument(f"invalid resource policy name {ref.name!r}")
+        stored: JsonObject = copy.deepcopy(policy)
+        stored["name"] = ref.name
+        stored.setdefault("kind", "compute#resourcePolicy")
+        stored.setdefault(
+            "region", f"{COMPUTE_LINK_BASE}/projects/{ref.project}/regions/{ref.region}"
+        )
+        stored.setdefault("selfLink", f"{COMPUTE_LINK_BASE}/{ref.resource}")
+        stored.setdefault("status", "READY")
+        with self._lock:
+            self._policies[ref] = stored
+            return copy.deepcopy(stored)
+
+    def get(self, ref: PolicyRef) -> JsonObject:
+        """A copy of the policy; 404 worded as Compute Engine words it."""
+        with self._lock:
+            policy = self._policies.get(ref)
+            if policy is None:
+                raise ApiError(404, f"The resource '{ref.resource}' was not found")
+            return copy.deepcopy(policy)
+
+    def delete(self, ref: PolicyRef) -> None:
+        """Remove the policy; 404 if unknown."""
+        with self._lock:
+            if self._policies.pop(ref, None) is None:
+                raise ApiError(404, f"The resource '{ref.resource}' was not found")

@@ -69,6 +69,7 @@ def megamon_config(args: argparse.Namespace, gke_endpoint: str) -> dict[str, obj
             "ClusterLocation": args.location,
             "ClusterName": args.cluster,
             "Endpoint": gke_endpoint,
+            "ComputeEndpoint": gke_endpoint,
         },
         "AggregationIntervalSeconds": 1,
         "SliceEnabled": True,

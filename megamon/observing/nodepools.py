@@ -1,7 +1,8 @@
 """Node pools: GKE says which TPU pools exist and their status; nodes say how many are ready.
 
 Expected nodes come from the pool's topology and machine type (16x16 on ct5lp-hightpu-4t →
-64); when the pool gives no usable size, from a node's labels (topology chips over
+64; an Ironwood pool's topology is its workload policy's, 2x2x2 on tpu7x-standard-4t → 2);
+when the pool gives no usable size, from a node's labels (topology chips over
 ``gke-accelerator-count``).
 
 ``observe_nodepools`` is one moment; ``observe_nodepools_confirmed`` is what the aggregator
@@ -159,20 +160,33 @@ def _size(pool: NodePoolView, nodes: list[NodeView]) -> tuple[str, int]:
             return node.topology, tpu.expected_nodes_from_labels(
                 node.topology, node.accelerator_count
             )
-    raise pool_error or ObservationError("no TPU topology on the pool or on any of its nodes")
+    if pool_error is not None:
+        raise pool_error
+    if pool.topology_problem:
+        raise ObservationError(
+            f"no TPU topology: its workload policy could not be read ({pool.topology_problem}) "
+            "and none of its nodes has one yet"
+        )
+    raise ObservationError("no TPU topology on the pool or on any of its nodes")
 
 
 def _is_tpu_pool(pool: NodePoolView, nodes: list[NodeView], single_host: bool = True) -> bool:
-    """A pool with a placement topology, or (``TrackSingleHostNodePools``, the default) one
-    whose nodes or machine type are TPU; the Go megamon tracks only the first kind."""
+    """A pool with a placement topology (its own, or its workload policy's: a TPU machine
+    type placed by a resource policy is a multi-host slice even while the policy cannot be
+    read), or (``TrackSingleHostNodePools``, the default) one whose nodes or machine type are
+    TPU; the Go megamon tracks only the first kind."""
     if pool.tpu_topology:
+        return True
+    if pool.placement_policy and _tpu_machine(pool.machine_type):
         return True
     if not single_host:
         return False
-    if nodes:
-        return True
+    return bool(nodes) or _tpu_machine(pool.machine_type)
+
+
+def _tpu_machine(machine_type: str) -> bool:
     try:
-        tpu.chips_per_vm(pool.machine_type)
+        tpu.chips_per_vm(machine_type)
     except ObservationError:
         return False  # a CPU or GPU pool: not megamon's business
     return True
@@ -301,7 +315,11 @@ def _observe(
                 continue
             counts = _tally(members, now, settings)
             ready, unknown = counts.ready, counts.unknown
-            accelerator = pool.accelerator or next((n.accelerator for n in members), "")
+            accelerator = (
+                pool.accelerator
+                or next((n.accelerator for n in members), "")
+                or tpu.accelerator_of(pool.machine_type)
+            )
             signals = None
             expected_down = pool.status in EXPECTED_DOWN_STATUSES
             exact = settings.exact_count

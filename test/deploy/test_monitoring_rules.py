@@ -216,7 +216,7 @@ def scrape(report: Report, *, instruments: bool = False, prefix: str = PREFIX) -
         # Labelled instruments only show a series once a label value was used.
         for operation in ("stat", "download", "upload", "copy", "list"):
             inst.gcs_latency.labels(operation=operation).observe(0.02)
-        inst.gke_latency.observe(0.3)
+        inst.observe_gke("ListNodePools", 0.3, failed=False)
         inst.aggregation_duration.observe(0.1)
         for counter in (inst.corrupt_objects, inst.store_conflicts):
             counter.labels(kind="nodepool").inc()

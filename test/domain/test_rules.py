@@ -158,6 +158,21 @@ def test_expected_nodes_of_a_pool(topology: str, machine_type: str, nodes: int) 
     assert tpu.expected_nodes(topology, machine_type) == nodes
 
 
+@pytest.mark.parametrize(
+    ("machine_type", "accelerator"),
+    [
+        ("tpu7x-standard-4t", "tpu7x"),
+        ("ct5p-hightpu-4t", "tpu-v5p-slice"),
+        ("ct5lp-hightpu-8t", "tpu-v5-lite-podslice"),
+        ("ct6e-standard-4t", "tpu-v6e-slice"),
+        ("n2-standard-8", ""),
+        ("", ""),
+    ],
+)
+def test_the_accelerator_a_machine_type_implies(machine_type: str, accelerator: str) -> None:
+    assert tpu.accelerator_of(machine_type) == accelerator
+
+
 def test_expected_nodes_needs_whole_nodes() -> None:
     with pytest.raises(InvalidTopology, match="whole nodes"):
         tpu.expected_nodes("1x1", "ct5lp-hightpu-4t")

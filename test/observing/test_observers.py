@@ -174,6 +174,46 @@ class TestNodePools:
         ]
         assert "0x4" in got.problems[0].message
 
+    def test_a_tpu7x_pool_is_sized_by_its_workload_policys_topology_before_any_node(
+        self,
+    ) -> None:
+        ironwood = pool(
+            machine_type="tpu7x-standard-4t",
+            tpu_topology="4x4x8",  # the lister's, from the workload policy
+            accelerator="",
+            placement_policy="wp",
+            status="PROVISIONING",
+        )
+        got = observe_nodepools([ironwood], [], NOW, DEFAULT).observations["np"]
+        assert (got.expected, got.ready, got.up) == (32, 0, False)
+        assert (got.attrs.tpu_topology, got.attrs.tpu_chip_count) == ("4x4x8", 128)
+        assert got.attrs.tpu_accelerator == "tpu7x"  # the machine type's, as its nodes say
+
+    @pytest.mark.parametrize("single_host", [True, False])
+    def test_a_tpu7x_pool_whose_policy_cannot_be_read_says_why_then_is_sized_by_its_nodes(
+        self, single_host: bool
+    ) -> None:
+        unread = pool(
+            machine_type="tpu7x-standard-4t",
+            tpu_topology="",
+            placement_policy="wp",
+            topology_problem="GetResourcePolicy projects/p/regions/r/resourcePolicies/wp: 403",
+        )
+        settings = Settings(single_host_pools=single_host)
+        got = observe_nodepools([unread], [], NOW, settings)
+        assert got.observations == {}
+        assert [p.subject for p in got.problems] == ["np"]
+        assert "workload policy could not be read" in got.problems[0].message
+        assert "resourcePolicies/wp: 403" in got.problems[0].message
+        members = nodes(2, topology="2x2x2")
+        sized = observe_nodepools([unread], members, NOW, settings).observations["np"]
+        assert (sized.expected, sized.ready, sized.up) == (2, 2, True)
+
+    def test_a_gpu_pool_with_a_placement_policy_is_not_tracked(self) -> None:
+        gpu = pool(machine_type="a3-highgpu-8g", tpu_topology="", placement_policy="compact")
+        got = observe_nodepools([gpu], [], NOW, Settings(single_host_pools=False))
+        assert (got.observations, got.problems) == ({}, [])
+
     def test_nodes_of_an_unknown_pool_are_reported_not_counted(self) -> None:
         got = observe_nodepools([pool()], nodes(3, pool="ghost"), NOW, DEFAULT)
         assert got.observations["np"].ready == 0

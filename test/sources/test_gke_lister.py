@@ -37,7 +37,8 @@ def test_tpu_pools_are_listed_with_what_megamon_needs(fake_gke: FakeGke) -> None
     assert lister(fake_gke, registry).list_node_pools() == [
         NodePoolView("np", "ERROR", "ct5lp-hightpu-4t", "16x16", "tpu-v5-lite-podslice", True)
     ]
-    assert registry.get_sample_value("megamon_gke_latency_seconds_count") == 1.0
+    calls = {"method": "ListNodePools", "error": "false"}
+    assert registry.get_sample_value("megamon_gke_latency_seconds_count", calls) == 1.0
 
 
 def test_403_is_a_clear_error(fake_gke: FakeGke) -> None:

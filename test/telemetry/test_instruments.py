@@ -38,3 +38,19 @@ def test_by_default_every_kind_is_initialised() -> None:
         expected = 1.0 if kind is Kind.JOBSET else 0.0
         value = registry.get_sample_value(COUNTERS[0], {"kind": kind.value})
         assert value == expected, kind
+
+
+def test_every_google_cloud_call_and_its_failures_start_at_0() -> None:
+    """``_count{error="true"}`` is the failures' count: at 0 before the first, so an alert
+    on ``increase()`` sees the first refused workload policy."""
+    registry = CollectorRegistry()
+    instruments = Instruments("megamon", registry)
+    name = "megamon_gke_latency_seconds_count"
+    for method in ("ListNodePools", "GetResourcePolicy"):
+        for error in ("true", "false"):
+            labels = {"method": method, "error": error}
+            assert registry.get_sample_value(name, labels) == 0.0, labels
+    instruments.observe_gke("GetResourcePolicy", 0.2, failed=True)
+    failed = {"method": "GetResourcePolicy", "error": "true"}
+    assert registry.get_sample_value(name, failed) == 1.0
+    assert registry.get_sample_value(name, {"method": "ListNodePools", "error": "true"}) == 0.0

@@ -68,3 +68,46 @@ def test_the_fleet_benchmark_measures_a_size_s_fleet(
 
     printed = capsys.readouterr().out
     assert "(b)/(a) time" in printed and "S: 4,000 nodes" in printed
+
+
+def test_the_huge_slices_case_checks_a_notready_node_of_each_in_the_next_cycle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """S and S+huge in one run: the fleet with a 1,536-node v5p pool and a 2,304-node
+    TPU7x pool (sized from its workload policy), whose probe asserts that one NotReady node
+    of each is seen in the next cycle; and the comparison of the two steady cycles."""
+    out = tmp_path / "figures.json"
+    args = ["--size", "S", "--skip-list", "--skip-tuned", "--cycles", "1", "--json", str(out)]
+    assert fleet.main(args) == 0
+    plain = json.loads(out.read_text())["S"]
+    huge_size = fleet_objects.SIZES["S+huge"]
+    args[1] = "S+huge"
+    assert fleet.main(args) == 0
+    huge = json.loads(out.read_text())["S+huge"]
+    assert huge["server"]["nodes"] == huge_size.total_nodes == SIZE.nodes + 1_536 + 2_304
+    assert huge["sync"]["jobsets"] == huge_size.total_jobsets
+    assert huge["cycles"]["pools"] == huge_size.total_pools
+    assert huge["cycles"]["huge_checked"] == ["huge-v5p", "huge-tpu7x"]
+    assert plain["cycles"]["huge_checked"] == []
+    capsys.readouterr()
+
+    results = [
+        fleet.SizeResult(SIZE, plain["server"], cycles=plain["cycles"]),
+        fleet.SizeResult(huge_size, huge["server"], cycles=huge["cycles"]),
+    ]
+    compared = fleet.huge_comparison(results)
+    assert "| nodes | 4,000 | 7,840 | +96.0% |" in compared
+    assert "steady cycle CPU (median)" in compared
+    assert "(asserted): huge-v5p, huge-tpu7x." in compared
+
+
+def test_the_regular_pools_of_l_churn_alike_with_or_without_the_huge_slices() -> None:
+    """The comparison measures the huge slices, not another churn: L+huge's regular pools
+    see exactly L's NotReady nodes, and the huge pools 1% of their own."""
+    plain = fleet_objects.flip_orders(fleet_objects.SIZES["L"])
+    huge = fleet_objects.flip_orders(fleet_objects.SIZES["L+huge"])
+    assert len(plain) == 1 and huge[0] == plain[0]
+    assert len(huge[1]) == 1_536 + 2_304
+    for cycle in (1, 2, 5):
+        assert fleet_objects.flipped(huge[0], cycle) == fleet_objects.flipped(plain[0], cycle)
+        assert len(fleet_objects.flipped(huge[1], cycle)) == 38

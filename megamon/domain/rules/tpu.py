@@ -71,3 +71,20 @@ def expected_nodes_from_labels(topology: str, accelerator_count: str) -> int:
         int(accelerator_count),
         f"topology {topology!r} with {accelerator_count} chips per node",
     )
+
+
+ACCELERATORS = {
+    "ct4p": "tpu-v4-podslice",
+    "ct5lp": "tpu-v5-lite-podslice",
+    "ct5p": "tpu-v5p-slice",
+    "ct6e": "tpu-v6e-slice",
+    "tpu7x": "tpu7x",
+}
+"""GKE's accelerator (``gke-tpu-accelerator``) of each TPU machine family (the machine type's
+first part)."""
+
+
+def accelerator_of(machine_type: str) -> str:
+    """The accelerator a TPU machine type implies (``tpu7x-standard-4t`` → ``tpu7x``), for a
+    pool whose labels and nodes do not say it yet; "" for a family megamon does not know."""
+    return ACCELERATORS.get(machine_type.split("-", 1)[0], "")

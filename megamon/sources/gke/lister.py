@@ -4,6 +4,12 @@ GKE's answer is read one pool at a time, and one pool never costs the others: an
 newer than the installed client (proto-plus then hands out a bare number) is kept as its raw
 value (``"99"``), and a pool that cannot be read at all is skipped, logged once and counted
 in ``megamon_observation_errors_total`` — the list of every other pool stays current.
+
+A pool GKE placed with a workload policy (Ironwood, TPU7x multi-host) has no
+``placementPolicy.tpuTopology``; its topology is the policy's, read through
+``megamon.sources.gke.policies`` (once per policy). When the policy cannot be read the pool
+is listed without a topology and with the reason, so it is still observed (sized from its
+nodes when it has some) and an observation that cannot be sized says why.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from megamon.domain.kinds import Kind
 from megamon.domain.labels import GKE_ACCELERATOR_TYPE
 from megamon.domain.rejections import REASON_UNEXPECTED
 from megamon.errors import SourceError
+from megamon.sources.gke.policies import WorkloadPolicies
 from megamon.sources.gke.views import NodePoolView
-from megamon.telemetry import Instruments
+from megamon.telemetry import METHOD_LIST_NODE_POOLS, Instruments
 
 SIMULATED_MACHINE_TYPE = "tpu7x-standard-4t"
 DEFAULT_TIMEOUT = 15.0
@@ -58,16 +65,25 @@ def enum_name(value: Any) -> str:
     return name if isinstance(name, str) else str(value)
 
 
-def _view(pool: Any) -> NodePoolView:
+def _view(pool: Any, policies: WorkloadPolicies | None) -> NodePoolView:
     config = pool.config
+    placement = pool.placement_policy
+    topology, policy, problem = placement.tpu_topology, placement.policy_name, ""
+    if not topology and policy and policies is not None:
+        try:
+            topology = policies.topology(policy)
+        except SourceError as err:
+            problem = str(err)
     return NodePoolView(
         name=pool.name,
         status=enum_name(pool.status),
         machine_type=config.machine_type,
-        tpu_topology=pool.placement_policy.tpu_topology,
+        tpu_topology=topology,
         accelerator=config.resource_labels.get(GKE_ACCELERATOR_TYPE, ""),
         spot=bool(config.spot),
         status_message=pool.status_message,
+        placement_policy=policy,
+        topology_problem=problem,
     )
 
 
@@ -90,6 +106,7 @@ class GkeNodePoolLister:
         client: container_v1.ClusterManagerClient,
         *,
         instruments: Instruments | None = None,
+        policies: WorkloadPolicies | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         deadline: float = DEFAULT_DEADLINE,
         initial_backoff: float = 0.25,
@@ -97,7 +114,7 @@ class GkeNodePoolLister:
         self._ref = cluster_ref
         self._client = client
         self._instruments = instruments or Instruments.unregistered()
-        self._latency = self._instruments.gke_latency
+        self._policies = policies
         self._unreadable: set[str] = set()
         self._timeout = timeout
         self._retry = api_retry.Retry(
@@ -106,16 +123,19 @@ class GkeNodePoolLister:
 
     def list_node_pools(self) -> list[NodePoolView]:
         start = time.perf_counter()
+        failed = True
         try:
             response = self._client.list_node_pools(
                 parent=self._ref, timeout=self._timeout, retry=self._retry
             )
+            failed = False
         except api_exceptions.RetryError as err:
             raise SourceError(f"GKE ListNodePools {self._ref}: gave up: {err.cause}") from err
         except _FAILURES as err:
             raise SourceError(f"GKE ListNodePools {self._ref}: {err}") from err
         finally:
-            self._latency.observe(time.perf_counter() - start)
+            elapsed = time.perf_counter() - start
+            self._instruments.observe_gke(METHOD_LIST_NODE_POOLS, elapsed, failed=failed)
         return self._views(response.node_pools)
 
     def _views(self, pools: Iterable[Any]) -> list[NodePoolView]:
@@ -124,7 +144,7 @@ class GkeNodePoolLister:
         unreadable: set[str] = set()
         for pool in pools:
             try:
-                views.append(_view(pool))
+                views.append(_view(pool, self._policies))
             except Exception as err:  # one pool's boundary: the others stay current
                 name = str(getattr(pool, "name", "") or "?")
                 unreadable.add(name)

@@ -30,3 +30,8 @@ class NodePoolView:
     accelerator: str
     spot: bool
     status_message: str = ""
+    placement_policy: str = ""
+    """The resource policy GKE placed the pool with (``placementPolicy.policyName``): a
+    workload policy, which holds the topology of an Ironwood (TPU7x) multi-host pool."""
+    topology_problem: str = ""
+    """Why the pool has no topology though it names a policy (the policy could not be read)."""

@@ -71,6 +71,7 @@ def start(
                 "ClusterLocation": LOCATION,
                 "ClusterName": CLUSTER,
                 "Endpoint": world.gke.endpoint,
+                "ComputeEndpoint": world.gke.endpoint,
             },
             **overrides,
         }
@@ -287,13 +288,39 @@ def test_simulation_mode_infers_node_pools_and_needs_no_cloud(world: World, star
     megamon.wait_for(lambda: "history in memory:" in megamon.log(), "the start-up log line")
 
 
+def test_a_tpu7x_pool_placed_by_a_workload_policy_is_measured_from_no_node_to_up(
+    world: World, start: Any
+) -> None:
+    """``megamon run`` reads the pool's topology from Compute Engine (``GKE.ComputeEndpoint``)
+    and times the call; the pool is provisioning with its labels before its first node."""
+    world.workload_policy("wp", "2x2x2")
+    world.tpu7x_pool("np", "wp", "2x2x2", "PROVISIONING")
+    megamon = start()
+    samples = megamon.settle(lambda s: provisioning(s, "provisioning") is not None, "provisioning")
+    labels = {k: v for (n, lab), _ in samples.items() if n == "megamon_nodepool_up" for k, v in lab}
+    assert labels == {"nodepool_name": "np", "tpu_topology": "2x2x2", "tpu_accelerator": "tpu7x"}
+    assert value(samples, "megamon_nodepool_tpu_chip_count", nodepool_name="np") == 8.0
+    got = {"method": "GetResourcePolicy"}
+    assert value(samples, "megamon_gke_latency_seconds_count", **got, error="false") == 1.0
+    assert value(samples, "megamon_gke_latency_seconds_count", **got, error="true") == 0.0
+    for i in range(2):
+        world.node(f"np-{i}", "np", topology="2x2x2", accelerator="tpu7x")
+    world.pool_status("np", "RUNNING")
+    done = megamon.settle(lambda s: provisioning(s, "success") is not None, "success")
+    assert value(done, "megamon_nodepool_up", nodepool_name="np") == 1.0
+    assert (provisioning(done, "success") or 0) > 0
+
+
 def test_the_leader_publishes_its_own_instruments(world: World, start: Any) -> None:
     world.pool("np", "RUNNING", topology="2x4", machine_type="ct5lp-hightpu-8t")
     megamon = start()
     samples = megamon.settle(
         lambda s: (value(s, "megamon_aggregation_duration_seconds_count") or 0) > 0, "cycles"
     )
-    assert (value(samples, "megamon_gke_latency_seconds_count") or 0) > 0
+    listed = value(
+        samples, "megamon_gke_latency_seconds_count", method="ListNodePools", error="false"
+    )
+    assert (listed or 0) > 0
     assert (value(samples, "megamon_gcs_latency_seconds_count", operation="stat") or 0) > 0
 
 

@@ -99,6 +99,7 @@ class Rig:
                 "ClusterLocation": LOCATION,
                 "ClusterName": CLUSTER,
                 "Endpoint": self.gke.endpoint,
+                "ComputeEndpoint": self.gke.endpoint,
             },
             **overrides,
         }

@@ -15,7 +15,7 @@ from typing import Any
 from kubernetes import client as k8s
 from prometheus_client import CollectorRegistry
 
-from internal.fakegke import FakeGke, tpu_node_pool
+from internal.fakegke import FakeGke, tpu7x_node_pool, tpu_node_pool, workload_policy
 from megamon.app import required_kinds
 from megamon.config import ConfigMapRef
 from megamon.domain import labels, timestamps
@@ -32,6 +32,7 @@ from megamon.publishing.metrics import exposition
 from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 from megamon.recording.eventlog import UNOBSERVED_SLACK_NS, EventLog
 from megamon.sources.gke.lister import GkeNodePoolLister, make_client
+from megamon.sources.gke.policies import ComputeWorkloadPolicies, make_compute_client, region_of
 from megamon.sources.kube.cluster import KubeCluster
 from megamon.sources.kube.configmaps import ConfigMapKey
 from megamon.sources.kube.ownermap import OWNER_MAP_KEY, ConfigMapOwnerMap
@@ -40,6 +41,7 @@ from megamon.sources.kube.watching import WatchSettings
 from megamon.stores.base import EventStore
 from megamon.stores.memory import MemoryEventStore
 from megamon.summary.assembly import ReportAssembly
+from megamon.telemetry import Instruments
 
 PROJECT, LOCATION, CLUSTER = "proj", "us-central2", "tpu-cluster"
 REF = f"projects/{PROJECT}/locations/{LOCATION}/clusters/{CLUSTER}"
@@ -90,6 +92,16 @@ class World:
     def pool(self, name: str, status: str = "PROVISIONING", **kw: Any) -> None:
         self.gke.put_node_pool(PROJECT, LOCATION, CLUSTER, tpu_node_pool(name, status=status, **kw))
 
+    def workload_policy(self, name: str, topology: str) -> None:
+        """``gcloud compute resource-policies create workload-policy NAME
+        --type=HIGH_THROUGHPUT --accelerator-topology=TOPOLOGY`` in the cluster's region."""
+        self.gke.put_resource_policy(PROJECT, region_of(LOCATION), workload_policy(name, topology))
+
+    def tpu7x_pool(self, name: str, policy: str, topology: str, status: str) -> None:
+        """An Ironwood (TPU7x) multi-host pool placed by ``policy`` (no ``tpuTopology``)."""
+        pool = tpu7x_node_pool(name, policy, topology, status)
+        self.gke.put_node_pool(PROJECT, LOCATION, CLUSTER, pool)
+
     def pool_status(self, name: str, status: str) -> None:
         self.gke.set_status(PROJECT, LOCATION, CLUSTER, name, status)
 
@@ -103,11 +115,12 @@ class World:
         ready: str = "True",
         since_s: float = 3600.0,
         extra: dict[str, str] | None = None,
+        accelerator: str = "tpu-v5-lite-podslice",
     ) -> None:
         node_labels = {
             labels.NODEPOOL: pool,
             labels.TPU_TOPOLOGY: topology,
-            labels.TPU_ACCELERATOR: "tpu-v5-lite-podslice",
+            labels.TPU_ACCELERATOR: accelerator,
             labels.ACCELERATOR_COUNT: "4",
             **(extra or {}),
         }
@@ -433,6 +446,8 @@ class Megamon:
         clock: Callable[[], int] = time.time_ns,
     ) -> None:
         self.problems: list[Rejection] = []
+        self.instruments = Instruments("megamon", CollectorRegistry())
+        """megamon's own instruments (the GKE and Compute calls' latencies among them)."""
         """What the watch caches could not read (``on_problem``), in the order they met it."""
         kinds = {Kind.NODEPOOL, Kind.JOBSET, Kind.LEADERWORKERSET}
         kinds.add(Kind.SLICE if slices else Kind.JOBSET_NODES)
@@ -468,7 +483,19 @@ class Megamon:
             assembly=assembly,
             cluster=self.cluster,
             pools=GkeNodePoolLister(
-                REF, make_client(world.gke.endpoint), deadline=5.0, initial_backoff=0.05
+                REF,
+                make_client(world.gke.endpoint),
+                instruments=self.instruments,
+                policies=ComputeWorkloadPolicies(
+                    PROJECT,
+                    region_of(LOCATION),
+                    make_compute_client(world.gke.endpoint),
+                    instruments=self.instruments,
+                    deadline=5.0,
+                    initial_backoff=0.05,
+                ),
+                deadline=5.0,
+                initial_backoff=0.05,
             ),
             kinds=kinds,
             settings=Settings(threshold=threshold, grace_ns=grace_s * 10**9),
@@ -477,6 +504,7 @@ class Megamon:
             slice_owners=SliceOwners(ConfigMapOwnerMap(owner_key)),
             observers=WorkloadObservers(described),
             clock=clock,
+            instruments=self.instruments,
         )
         self.cluster.start()
         assert self.cluster.wait_synced(10)
