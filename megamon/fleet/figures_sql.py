@@ -353,20 +353,20 @@ def _gap_before(pieces: str, at: str, prefix: str) -> str:
     carried = [c for c in _PIECE_COLUMNS if c not in {"kid"}]
     columns = ", ".join(f"p.{c}" for c in carried)
     nulls = ", ".join(f"NULL AS {c}" for c in carried)
-    window = "(PARTITION BY ck ORDER BY at, is_piece ROWS UNBOUNDED PRECEDING)"
+    window = "(PARTITION BY ck ORDER BY instant, is_piece ROWS UNBOUNDED PRECEDING)"
     return f"""
   SELECT * FROM (
     SELECT *, max(g_start) OVER {window} AS {prefix}_start,
               max(g_end) OVER {window} AS {prefix}_end,
               max(before) OVER {window} AS {prefix}_before
     FROM (
-      SELECT p.kid, {columns}, p.ck, p.cut_at, p.u_cut, p.u_begin, {at} AS at, 1 AS is_piece,
+      SELECT p.kid, {columns}, p.ck, p.cut_at, p.u_cut, p.u_begin, {at} AS instant, 1 AS is_piece,
              CAST(NULL AS BIGINT) AS g_start, CAST(NULL AS BIGINT) AS g_end,
              CAST(NULL AS BIGINT) AS before
       FROM {pieces} p
       UNION ALL
       SELECT NULL AS kid, {nulls}, ck, NULL AS cut_at, NULL AS u_cut, NULL AS u_begin,
-             g_start AS at, 0 AS is_piece, g_start, g_end, before
+             g_start AS instant, 0 AS is_piece, g_start, g_end, before
       FROM gaps
     ) x
   ) y

@@ -662,17 +662,17 @@ WITH log_lines AS (
         *,
         MAX(g_start) OVER (
           PARTITION BY ck
-          ORDER BY `at`, is_piece
+          ORDER BY instant, is_piece
           ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
         ) AS b_start,
         MAX(g_end) OVER (
           PARTITION BY ck
-          ORDER BY `at`, is_piece
+          ORDER BY instant, is_piece
           ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
         ) AS b_end,
         MAX(before) OVER (
           PARTITION BY ck
-          ORDER BY `at`, is_piece
+          ORDER BY instant, is_piece
           ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
         ) AS b_before
       FROM (
@@ -699,7 +699,7 @@ WITH log_lines AS (
           p.cut_at,
           p.u_cut,
           p.u_begin,
-          p.piece_begin AS `at`,
+          p.piece_begin AS instant,
           1 AS is_piece,
           CAST(NULL AS INT64) AS g_start,
           CAST(NULL AS INT64) AS g_end,
@@ -729,7 +729,7 @@ WITH log_lines AS (
           NULL AS cut_at,
           NULL AS u_cut,
           NULL AS u_begin,
-          g_start AS `at`,
+          g_start AS instant,
           0 AS is_piece,
           g_start,
           g_end,
@@ -757,17 +757,17 @@ WITH log_lines AS (
         *,
         MAX(g_start) OVER (
           PARTITION BY ck
-          ORDER BY `at`, is_piece
+          ORDER BY instant, is_piece
           ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
         ) AS s_start,
         MAX(g_end) OVER (
           PARTITION BY ck
-          ORDER BY `at`, is_piece
+          ORDER BY instant, is_piece
           ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
         ) AS s_end,
         MAX(before) OVER (
           PARTITION BY ck
-          ORDER BY `at`, is_piece
+          ORDER BY instant, is_piece
           ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
         ) AS s_before
       FROM (
@@ -794,7 +794,7 @@ WITH log_lines AS (
           p.cut_at,
           p.u_cut,
           p.u_begin,
-          p.piece_stop AS `at`,
+          p.piece_stop AS instant,
           1 AS is_piece,
           CAST(NULL AS INT64) AS g_start,
           CAST(NULL AS INT64) AS g_end,
@@ -824,7 +824,7 @@ WITH log_lines AS (
           NULL AS cut_at,
           NULL AS u_cut,
           NULL AS u_begin,
-          g_start AS `at`,
+          g_start AS instant,
           0 AS is_piece,
           g_start,
           g_end,
