@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test floor unit chaos reliability lint typecheck bench bench-fleet images clean
+.PHONY: demo test floor unit chaos reliability lint typecheck bench bench-fleet images bigquery-views clean
 
 # Installs go through uv (from PyPI, into the venv) when it can be had: the same packages from
 # the same index as pip, downloaded in parallel and linked from a shared cache, so a warm
@@ -69,6 +69,10 @@ reliability: $(STAMP)
 images: $(STAMP)
 	$(BIN)/python -m internal.tools.report_screenshot --out docs/images/report.png
 	$(BIN)/python -m internal.tools.report_screenshot --fleet --out docs/images/fleet.png
+
+## bigquery-views: write deploy/bigquery/views/*.sql from the fleet report's SQL (megamon/fleet/figures_sql.py).
+bigquery-views: $(STAMP)
+	$(BIN)/python -m internal.tools.bigquery_views
 
 ## lint: ruff, its formatter, and the import contract (pyproject.toml, docs/architecture.md).
 lint: $(STAMP)

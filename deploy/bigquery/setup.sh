@@ -5,7 +5,8 @@
 #
 # One external table per cluster over gs://BUCKET/<prefix>/<cluster>/log, Hive-partitioned by
 # kind and date (the log's own layout: log/kind=<kind>/date=YYYY-MM-DD/<sequence>.ndjson), a
-# view `log` over all of them, and the report's table functions (views/*.sql). Re-run it when
+# view `log` over all of them, and the report's table functions (views/*.sql, generated from the
+# fleet report's SQL by `make bigquery-views`: edit megamon/fleet/, not them). Re-run it when
 # a cluster is added: every statement is CREATE OR REPLACE.
 set -euo pipefail
 project=${1:?project}

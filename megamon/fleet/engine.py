@@ -33,7 +33,7 @@ from megamon.fleet.canonical import (
     define_relations,
 )
 from megamon.fleet.columnar import ColumnarCache
-from megamon.fleet.figures_sql import figures_sql
+from megamon.fleet.figures_sql import aggregates_sql, figures_sql
 from megamon.fleet.model import FLEET, FleetReport, SkippedSegment, Unreadable, group_key
 from megamon.recording.eventlog import UNOBSERVED_SLACK_NS
 from megamon.recording.loading import read_mark
@@ -191,22 +191,6 @@ def figures(con: duckdb.DuckDBPyConnection, window: Window, relations: Relations
         con.execute(into + sql, _parameters(window))
 
 
-_AGGREGATE_SQL = """
-SELECT {group}, count(*),
-       sum(up_time), sum(down_time), sum(failed_time), sum(expected_down_time),
-       sum(provisioning_time), sum(unobserved_time), sum(interruptions), sum(recoveries),
-       sum(recovered_down_time),
-       count(*) FILTER (WHERE provisioning_state = 'success'),
-       count(*) FILTER (WHERE provisioning_state = 'provisioning'),
-       count(*) FILTER (WHERE provisioning_state = 'failed'),
-       count(*) FILTER (WHERE provisioning_state = ''),
-       coalesce(sum(provisioning_duration) FILTER (WHERE provisioning_state = 'success'), 0),
-       coalesce(sum(chips), 0),
-       coalesce(sum(CAST(chips AS HUGEINT) * up_time), 0),
-       coalesce(sum(CAST(chips AS HUGEINT) * down_time), 0),
-       coalesce(sum(CAST(chips AS HUGEINT) * failed_time), 0)
-FROM figures GROUP BY ALL
-"""
 _RESOURCE_SQL = """
 SELECT cluster, kind, key, name, accelerator, topology, chips, retired_at, span_start,
        span_end, end_state, up_time :: BIGINT, down_time :: BIGINT, failed_time :: BIGINT,
@@ -304,18 +288,10 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window, clusters: Sequence[s
     resources = sorted(
         (_resource(r) for r in con.execute(_RESOURCE_SQL).fetchall()), key=_resource_order
     )
-    per_cluster = [
-        _aggregate(row[0], row[1:])
-        for row in con.execute(
-            _AGGREGATE_SQL.format(group="cluster, kind, accelerator, topology")
-        ).fetchall()
-    ]
-    fleet = [
-        _aggregate(FLEET, row)
-        for row in con.execute(
-            _AGGREGATE_SQL.format(group="kind, accelerator, topology")
-        ).fetchall()
-    ]
+    # The shared sums (``AGGREGATES_SQL``): per cluster, and over the fleet (its last column).
+    rows = con.execute(aggregates_sql()).fetchall()
+    per_cluster = [_aggregate(row[0], row[1:-1]) for row in rows if not row[-1]]
+    fleet = [_aggregate(FLEET, row[1:-1]) for row in rows if row[-1]]
     chip_times = {group_key(a): chips for a, chips in (*per_cluster, *fleet)}
     if window.since is not None:
         start = window.since
