@@ -13,6 +13,7 @@ resource), its tables the SQL's rows.
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import orjson
@@ -171,8 +172,10 @@ WRAPPING = ("RESOURCE", "ACCELERATOR", "CLUSTER")
 """The page's table cells that may wrap (names from the clusters), so the tables fit 1,280 px."""
 DENSE_CSS = """
 #fleet th, #fleet td, #cluster-aggregates th, #cluster-aggregates td { padding: 3px 3px; }
+p.omitted { color: #a02020; font-weight: 600; }
 """
-"""The aggregate tables have twenty columns: narrower padding keeps them within 1,280 px."""
+"""The aggregate tables have twenty columns: narrower padding keeps them within 1,280 px; a
+cluster left out is said in red, above everything else, since every figure lacks it."""
 
 
 def _tables(report: FleetReport) -> str:
@@ -209,8 +212,10 @@ def render_html(report: FleetReport) -> str:
     meta = [
         f"Clusters: {', '.join(report.clusters)}",
         CHIP_DEFINITION[0].upper() + CHIP_DEFINITION[1:] + ".",
-        *omission_lines(report),
     ]
+    omitted = "".join(
+        f'<p class="omitted">{html.escape(line)}</p>' for line in omission_lines(report)
+    )
     window = f"{report_html.window_line(report)}; {clusters_text(report)}"
     detail = report.detail
     if not report.resources:
@@ -225,7 +230,7 @@ def render_html(report: FleetReport) -> str:
             + _tables(report)
             + report_html.chip_section(detail)
         )
-    return report_html.page("megamon fleet report", window, body, meta, DENSE_CSS)
+    return report_html.page("megamon fleet report", window, omitted + body, meta, DENSE_CSS)
 
 
 def render(report: FleetReport, fmt: str) -> bytes:

@@ -92,7 +92,7 @@ def test_a_cluster_that_cannot_be_read_is_named_and_the_others_reported(
     assert any(line.startswith("cluster east could not be read") for line in table.splitlines())
     status, page, _ = run(capsys, *dirs, "--format", "html")
     assert status == 1
-    assert "<p class=omitted>cluster east could not be read, left out: " in page
+    assert '<p class="omitted">cluster east could not be read, left out: ' in page
 
 
 def _append_huge_line(root: Path) -> None:
