@@ -40,6 +40,7 @@ from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, Even
 from megamon.domain.interruptions import MAINTENANCE, UNKNOWN
 from megamon.domain.observations import Attrs, NodePoolAttrs
 from megamon.domain.timestamps import NANOS_PER_SECOND
+from megamon.summary.summarizing import extends
 
 Period = tuple[str, str, float]
 """(measure, reason or provisioning state, seconds)."""
@@ -85,6 +86,70 @@ def record_periods(record: EventRecord) -> list[Period]:
                 periods.append((TIME_BETWEEN_INTERRUPTIONS, reason, _seconds(t - up_since)))
                 down = (t, reason)
     return periods
+
+
+@dataclass(slots=True)
+class PeriodFold:
+    """``record_periods`` as a fold: the scan kept where it stopped, so that a record that
+    gained events costs its new events only. ``record_periods`` stays the definition: the
+    provisioning period a fold holds, followed by every closed period its folds returned,
+    equals it for every record, folded whole or piece by piece
+    (``test/summary/test_folds.py``).
+
+    The provisioning period is kept apart from the closed ones after the first up: it is the
+    one period a later event can change (failed, then up after all: ``success``). The closed
+    periods are handed out, not kept: the histograms hold them."""
+
+    count: int = 0
+    first: int = 0
+    failed: bool = False
+    """A failed event came before the first up."""
+    up_seen: bool = False
+    provisioning: Period | None = None
+    up_since: int = 0
+    down: tuple[int, str] | None = None
+    was_up: bool = True
+
+    def fold(self, record: EventRecord) -> list[Period]:
+        """Take in the events of ``record`` after the ``count`` already folded (``record``
+        extends the one folded before; the caller checks); the periods they closed."""
+        ts, flags = record.timestamps, record.flags
+        i, n = self.count, len(ts)
+        closed: list[Period] = []
+        if i >= n:
+            return closed
+        if i == 0:
+            self.first = ts[0]
+        while i < n and not self.up_seen:
+            f = flags[i]
+            if f & FLAG_UP:
+                self.up_seen = True
+                seconds = _seconds(ts[i] - self.first)
+                self.provisioning = (PROVISIONING, PROVISIONING_SUCCESS, seconds)
+                self.up_since, self.down, self.was_up = ts[i], None, True
+            elif not self.failed and f & FLAG_FAILED:
+                self.failed = True
+                seconds = _seconds(ts[i] - self.first)
+                self.provisioning = (PROVISIONING, PROVISIONING_FAILED, seconds)
+            i += 1
+        up_since, down, was_up = self.up_since, self.down, self.was_up
+        for j in range(i, n):
+            t, f = ts[j], flags[j]
+            if f & FLAG_UP:
+                if not was_up:
+                    if down is not None:
+                        closed.append((TIME_TO_RECOVER, down[1], _seconds(t - down[0])))
+                    up_since, down, was_up = t, None, True
+                continue
+            if was_up:
+                was_up = False
+                if not f & FLAG_EXPECTED_DOWN:
+                    reason = _reason(f)
+                    closed.append((TIME_BETWEEN_INTERRUPTIONS, reason, _seconds(t - up_since)))
+                    down = (t, reason)
+        self.up_since, self.down, self.was_up = up_since, down, was_up
+        self.count = n
+        return closed
 
 
 def open_interruption(record: EventRecord) -> tuple[int, str] | None:
@@ -139,11 +204,12 @@ def shape_of_archived(attrs: Mapping[str, object]) -> Shape:
 
 
 @dataclass
-class _Counted:
+class Counted:
     record: EventRecord
     attrs: Attrs | None
     shape: Shape
-    periods: list[Period]
+    fold: PeriodFold
+    """Where the scan of ``record``'s periods stopped (they are in the histograms)."""
     chips: int
     open: tuple[int, str] | None
 
@@ -177,7 +243,7 @@ class DistributionTally:
     lead_times: dict[SeriesKey, Histogram] = field(default_factory=dict)
     """Maintenance lead times, counted as interruptions begin (``lead_period``): kept apart
     from ``histograms``, which a recount of the history rebuilds exactly."""
-    _counted: dict[str, dict[str, _Counted]] = field(default_factory=dict)
+    _counted: dict[str, dict[str, Counted]] = field(default_factory=dict)
     """Per kind, per key: what each live record contributes now."""
 
     def _apply(
@@ -219,8 +285,9 @@ class DistributionTally:
         """Count the live records of ``kind``; a key no longer live keeps its periods.
 
         Records and attrs are handed back as the same objects while nothing changes, so an
-        unchanged resource costs two identity checks; a changed one costs only the periods
-        that differ from what it contributed before (its new ones, as history grows)."""
+        unchanged resource costs two identity checks; a record that gained events costs only
+        those (its fold takes them in, and only the periods they close are counted); any
+        other change costs the periods that differ from what it contributed before."""
         counted_kind = self._counted.setdefault(kind, {})
         for key, record in records.items():
             found = counted_kind.get(key)
@@ -229,17 +296,7 @@ class DistributionTally:
                 continue
             shape = shape_of(obs_attrs) if obs_attrs is not None else Shape()
             chips = obs_attrs.tpu_chip_count if obs_attrs is not None else 0
-            periods = found.periods if found is not None and found.record is record else None
-            if periods is None:
-                periods = record_periods(record)
-            if found is not None and found.shape == shape and found.chips == chips:
-                same = _common_prefix(found.periods, periods)
-                self._apply(kind, shape, found.periods[same:], -1, chips)
-                self._apply(kind, shape, periods[same:], 1, chips)
-            else:
-                if found is not None:
-                    self._apply(kind, found.shape, found.periods, -1, found.chips)
-                self._apply(kind, shape, periods, 1, chips)
+            fold = self._recount(kind, found, record, shape, chips)
             opened = open_interruption(record)
             if opened is not None and (found is None or found.open != opened):
                 lead = lead_period(opened, obs_attrs)
@@ -247,10 +304,56 @@ class DistributionTally:
                     measure, label, seconds = lead
                     series = SeriesKey(measure, kind, shape, label)
                     self.lead_times.setdefault(series, Histogram()).add(seconds)
-            counted_kind[key] = _Counted(record, obs_attrs, shape, periods, chips, opened)
+            counted_kind[key] = Counted(record, obs_attrs, shape, fold, chips, opened)
         if len(counted_kind) > len(records):
             for gone in [k for k in counted_kind if k not in records]:
                 del counted_kind[gone]  # retired: its periods stay in the histograms
+
+    def seed(self, kind: str, key: str, counted: Counted) -> None:
+        """Take ``counted`` as what ``key`` contributes now, without counting it: its
+        periods are in the histograms already (the persisted tally, read at start-up)."""
+        self._counted.setdefault(kind, {})[key] = counted
+
+    def _recount(
+        self, kind: str, found: Counted | None, record: EventRecord, shape: Shape, chips: int
+    ) -> PeriodFold:
+        """The fold of ``record``, its periods counted in place of ``found``'s."""
+        if (
+            found is not None
+            and found.fold.count == len(found.record)
+            and extends(record, found.record)
+        ):
+            fold = found.fold
+            if found.shape == shape and found.chips == chips:
+                if record is not found.record:
+                    provisioning = fold.provisioning
+                    closed = fold.fold(record)
+                    if fold.provisioning != provisioning:
+                        if provisioning is not None:
+                            self._apply(kind, shape, (provisioning,), -1, chips)
+                        if fold.provisioning is not None:
+                            self._apply(kind, shape, (fold.provisioning,), 1, chips)
+                    self._apply(kind, shape, closed, 1, chips)
+                return fold
+            # counted under another shape or chip count (rare): every period moves
+            self._apply(kind, found.shape, record_periods(found.record), -1, found.chips)
+            fold.fold(record)
+            self._apply(kind, shape, record_periods(record), 1, chips)
+            return fold
+        fold = PeriodFold()
+        closed = fold.fold(record)
+        periods = [fold.provisioning, *closed] if fold.provisioning is not None else closed
+        if found is None:
+            self._apply(kind, shape, periods, 1, chips)
+        elif found.shape == shape and found.chips == chips:  # a rewritten past
+            old = record_periods(found.record)
+            same = _common_prefix(old, periods)
+            self._apply(kind, shape, old[same:], -1, chips)
+            self._apply(kind, shape, periods[same:], 1, chips)
+        else:
+            self._apply(kind, found.shape, record_periods(found.record), -1, found.chips)
+            self._apply(kind, shape, periods, 1, chips)
+        return fold
 
     def add_archived(self, kind: str, record: EventRecord, attrs: Mapping[str, object]) -> None:
         """A retired resource's history (from the archive, at start): counted once."""
