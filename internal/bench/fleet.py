@@ -235,6 +235,12 @@ def table(results: Sequence[SizeResult]) -> str:
         ("(b) `list_node()` models, peak RSS", lambda r: _mb(r.listing, "peak_rss_mb")),
         ("(b)/(a) time", lambda r: _ratio(r.sync, r.listing, "wall_s")),
         ("(b)/(a) memory", lambda r: _ratio(r.sync, r.listing, "peak_rss_mb")),
+        ("start-up from snapshot + log, wall", lambda r: _seconds(r.cycles, "startup_wall_s")),
+        ("first cycle after start-up, CPU", lambda r: _seconds(r.cycles, "first_cycle_cpu_s")),
+        (
+            "start-up + first aggregate_once(), wall",
+            lambda r: _seconds(r.cycles, "startup_first_cycle_wall_s"),
+        ),
         ("(c) steady cycle CPU", lambda r: _cpu(r.cycles)),
         ("(c) of which aggregate_once()", lambda r: _seconds(r.cycles, "aggregate_cpu_s")),
         ("(c) of which persist_once()", lambda r: _seconds(r.cycles, "persist_cpu_s")),
@@ -250,7 +256,10 @@ def table(results: Sequence[SizeResult]) -> str:
         ("(e) event store written / cycle", lambda r: _store(r.cycles)),
         ("workload pass on a watch change, CPU", lambda r: _seconds(r.cycles, "workloads_cpu_s")),
         ("GKE poll of the node pools, CPU", lambda r: _seconds(r.cycles, "poll_cpu_s")),
-        ("megamon peak RSS (sync + cycles)", lambda r: _mb(r.cycles, "peak_rss_mb")),
+        (
+            "megamon whole-process peak RSS (VmHWM: sync, start-up, cycles)",
+            lambda r: _mb(r.cycles, "peak_rss_mb"),
+        ),
     ]
     rows = [(label, [cell(r) for r in results]) for label, cell in cells]
     lines = [head + " |", "|---" + "|---:" * len(results) + "|"]
@@ -268,6 +277,7 @@ _GROWTH: list[tuple[str, str, str]] = [
     ("(a) megamon sync, peak RSS", "sync", "peak_rss_mb"),
     ("(b) `list_node()`, wall", "listing", "wall_s"),
     ("(b) `list_node()`, peak RSS", "listing", "peak_rss_mb"),
+    ("first cycle after start-up, CPU", "cycles", "first_cycle_cpu_s"),
     ("(c) steady cycle CPU (median)", "cycles", "cycle_cpu_s"),
     ("(c) with the recommended GC settings", "tuned", "cycle_cpu_s"),
     ("(c) aggregate_once()", "cycles", "aggregate_cpu_s"),

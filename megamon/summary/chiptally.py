@@ -296,6 +296,33 @@ class ChipTally:
             for key in [k for k in memo if k not in records]:
                 del memo[key]
 
+    def folds(self, kind: Kind) -> dict[str, tuple[EventRecord, AvailabilityFold]]:
+        """Every live record of ``kind`` settled, with its fold (the persisted state)."""
+        memo = self._live.get(kind, {})
+        return {key: (e.record, e.fold) for key, e in memo.items() if e is not None}
+
+    def gaps(self, kind: Kind) -> tuple[Span, ...]:
+        """The gaps the folds of ``kind`` were made under."""
+        return self._gaps.get(kind, ())
+
+    def seed(
+        self,
+        kind: Kind,
+        key: str,
+        record: EventRecord,
+        fold: AvailabilityFold,
+        gaps: tuple[Span, ...],
+    ) -> None:
+        """Take ``fold`` (of ``record``, made under ``gaps``) as ``key``'s settled figures,
+        from the persisted state; the next ``update`` folds it on and takes the attributes
+        in (or, when the gaps before its last event changed, folds it afresh)."""
+        last = fold.latest
+        before = gaps_before(gaps, last)
+        growth = fold.growth()
+        entry = _Settled(record, None, "", 0, before, fold.up, fold.down, last, growth, fold)
+        self._live.setdefault(kind, {})[key] = entry
+        self._gaps[kind] = gaps
+
     def add_archived(self, kind: Kind, entry: ArchiveEntry) -> None:
         """A retired resource's history (one archive entry), counted from the next rows."""
         self._unsettled.append((kind, entry))

@@ -212,24 +212,20 @@ class Counted:
     """Where the scan of ``record``'s periods stopped (they are in the histograms)."""
     chips: int
     open: tuple[int, str] | None
+    contribution: Contribution = field(default_factory=dict)
+    """What its periods add to the histograms, per (measure, label), and chip-seconds down
+    (``TIME_TO_RECOVER`` × chips) per label: what a start-up from the persisted summary
+    state adds back without reading the history (``summary.foldstate``)."""
+    seeded: bool = False
+    """Taken from the persisted state, its attributes not yet compared."""
+
+
+Contribution = dict[tuple[str, str], tuple[Histogram, list[float]]]
+"""Per (measure, label): the histogram of one resource's periods and its chip-seconds."""
 
 
 ChipKey = tuple[str, Shape, str]
 """(kind, shape, reason) of chip-seconds down."""
-
-
-def _common_prefix(old: list[Period], new: list[Period]) -> int:
-    """How many leading periods two versions of a record share. History only grows, so the
-    longer version almost always starts with the shorter (one C-level comparison); a
-    rewritten past (an imported or merged history) is walked period by period."""
-    if new[: len(old)] == old:
-        return len(old)
-    same = 0
-    for before, after in zip(old, new, strict=False):
-        if before != after:
-            break
-        same += 1
-    return same
 
 
 @dataclass
@@ -247,7 +243,14 @@ class DistributionTally:
     """Per kind, per key: what each live record contributes now."""
 
     def _apply(
-        self, kind: str, shape: Shape, periods: Iterable[Period], times: int, chips: int = 0
+        self,
+        kind: str,
+        shape: Shape,
+        periods: Iterable[Period],
+        times: int,
+        chips: int = 0,
+        *,
+        contribution: Contribution | None = None,
     ) -> None:
         for measure, label, seconds in periods:
             key = SeriesKey(measure, kind, shape, label)
@@ -255,10 +258,33 @@ class DistributionTally:
             if histogram is None:
                 histogram = self.histograms[key] = Histogram()
             histogram.add(seconds, times)
-            if measure == TIME_TO_RECOVER and chips:
+            lost = seconds * chips * times if measure == TIME_TO_RECOVER and chips else 0.0
+            if lost:
                 chip_key = (kind, shape, label)
-                lost = self.chip_seconds.get(chip_key, 0.0) + seconds * chips * times
-                self.chip_seconds[chip_key] = lost
+                self.chip_seconds[chip_key] = self.chip_seconds.get(chip_key, 0.0) + lost
+            if contribution is not None:
+                found = contribution.get((measure, label))
+                if found is None:
+                    found = contribution[(measure, label)] = (Histogram(), [0.0])
+                found[0].add(seconds, times)
+                found[1][0] += lost
+
+    def _add_contribution(
+        self, kind: str, shape: Shape, contribution: Contribution, chips: int
+    ) -> None:
+        """Add one resource's persisted contribution to the histograms (start-up)."""
+        for (measure, label), (part, lost) in contribution.items():
+            key = SeriesKey(measure, kind, shape, label)
+            histogram = self.histograms.get(key)
+            if histogram is None:
+                histogram = self.histograms[key] = Histogram()
+            for index, count in enumerate(part.counts):
+                histogram.counts[index] += count
+            histogram.total_s += part.total_s
+            histogram.count += part.count
+            if lost[0] and chips:
+                chip_key = (kind, shape, label)
+                self.chip_seconds[chip_key] = self.chip_seconds.get(chip_key, 0.0) + lost[0]
 
     def chips_down(self, now: int) -> dict[ChipKey, float]:
         """Chip-seconds down by kind, shape and reason: closed interruptions (retired
@@ -292,11 +318,19 @@ class DistributionTally:
         for key, record in records.items():
             found = counted_kind.get(key)
             obs_attrs = attrs.get(key)
-            if found is not None and found.record is record and found.attrs is obs_attrs:
+            if (
+                found is not None
+                and found.record is record
+                and found.attrs is obs_attrs
+                and not found.seeded
+            ):
                 continue
             shape = shape_of(obs_attrs) if obs_attrs is not None else Shape()
             chips = obs_attrs.tpu_chip_count if obs_attrs is not None else 0
-            fold = self._recount(kind, found, record, shape, chips)
+            contribution = found.contribution if found is not None else {}
+            fold, contribution = self._recount(
+                kind, found, record, shape, chips, contribution=contribution
+            )
             opened = open_interruption(record)
             if opened is not None and (found is None or found.open != opened):
                 lead = lead_period(opened, obs_attrs)
@@ -304,20 +338,35 @@ class DistributionTally:
                     measure, label, seconds = lead
                     series = SeriesKey(measure, kind, shape, label)
                     self.lead_times.setdefault(series, Histogram()).add(seconds)
-            counted_kind[key] = Counted(record, obs_attrs, shape, fold, chips, opened)
+            counted_kind[key] = Counted(record, obs_attrs, shape, fold, chips, opened, contribution)
         if len(counted_kind) > len(records):
             for gone in [k for k in counted_kind if k not in records]:
                 del counted_kind[gone]  # retired: its periods stay in the histograms
 
     def seed(self, kind: str, key: str, counted: Counted) -> None:
-        """Take ``counted`` as what ``key`` contributes now, without counting it: its
-        periods are in the histograms already (the persisted tally, read at start-up)."""
+        """Count ``counted`` (a fold of ``counted.record`` and its contribution, from the
+        persisted summary state) for ``key``, without reading its history. Its ``open`` is
+        left ``None``, so the next ``update`` counts the lead time of an interruption still
+        open, as a start from the history does."""
+        self._add_contribution(kind, counted.shape, counted.contribution, counted.chips)
         self._counted.setdefault(kind, {})[key] = counted
 
+    def counted(self, kind: str) -> Mapping[str, Counted]:
+        """What each live record of ``kind`` contributes now (for the persisted state)."""
+        return self._counted.get(kind, {})
+
     def _recount(
-        self, kind: str, found: Counted | None, record: EventRecord, shape: Shape, chips: int
-    ) -> PeriodFold:
-        """The fold of ``record``, its periods counted in place of ``found``'s."""
+        self,
+        kind: str,
+        found: Counted | None,
+        record: EventRecord,
+        shape: Shape,
+        chips: int,
+        *,
+        contribution: Contribution,
+    ) -> tuple[PeriodFold, Contribution]:
+        """The fold of ``record`` and its contribution, its periods counted in place of
+        ``found``'s."""
         if (
             found is not None
             and found.fold.count == len(found.record)
@@ -330,30 +379,47 @@ class DistributionTally:
                     closed = fold.fold(record)
                     if fold.provisioning != provisioning:
                         if provisioning is not None:
-                            self._apply(kind, shape, (provisioning,), -1, chips)
+                            self._apply(
+                                kind, shape, (provisioning,), -1, chips, contribution=contribution
+                            )
                         if fold.provisioning is not None:
-                            self._apply(kind, shape, (fold.provisioning,), 1, chips)
-                    self._apply(kind, shape, closed, 1, chips)
-                return fold
+                            self._apply(
+                                kind,
+                                shape,
+                                (fold.provisioning,),
+                                1,
+                                chips,
+                                contribution=contribution,
+                            )
+                    self._apply(kind, shape, closed, 1, chips, contribution=contribution)
+                return fold, contribution
             # counted under another shape or chip count (rare): every period moves
-            self._apply(kind, found.shape, record_periods(found.record), -1, found.chips)
+            self._take_back(kind, found)
             fold.fold(record)
-            self._apply(kind, shape, record_periods(record), 1, chips)
-            return fold
+            fresh: Contribution = {}
+            self._apply(kind, shape, record_periods(record), 1, chips, contribution=fresh)
+            return fold, fresh
         fold = PeriodFold()
         closed = fold.fold(record)
         periods = [fold.provisioning, *closed] if fold.provisioning is not None else closed
-        if found is None:
-            self._apply(kind, shape, periods, 1, chips)
-        elif found.shape == shape and found.chips == chips:  # a rewritten past
-            old = record_periods(found.record)
-            same = _common_prefix(old, periods)
-            self._apply(kind, shape, old[same:], -1, chips)
-            self._apply(kind, shape, periods[same:], 1, chips)
-        else:
-            self._apply(kind, found.shape, record_periods(found.record), -1, found.chips)
-            self._apply(kind, shape, periods, 1, chips)
-        return fold
+        if found is not None:
+            self._take_back(kind, found)
+        fresh = {}
+        self._apply(kind, shape, periods, 1, chips, contribution=fresh)
+        return fold, fresh
+
+    def _take_back(self, kind: str, found: Counted) -> None:
+        """Take ``found``'s periods out of the histograms."""
+        for (measure, label), (part, lost) in found.contribution.items():
+            key = SeriesKey(measure, kind, found.shape, label)
+            histogram = self.histograms[key]
+            for index, count in enumerate(part.counts):
+                histogram.counts[index] -= count
+            histogram.total_s -= part.total_s
+            histogram.count -= part.count
+            if lost[0] and found.chips:
+                chip_key = (kind, found.shape, label)
+                self.chip_seconds[chip_key] = self.chip_seconds.get(chip_key, 0.0) - lost[0]
 
     def add_archived(self, kind: str, record: EventRecord, attrs: Mapping[str, object]) -> None:
         """A retired resource's history (from the archive, at start): counted once."""

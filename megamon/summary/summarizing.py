@@ -266,6 +266,34 @@ class SummaryFold:
     """The largest timestamp folded (``settle``'s ``latest``)."""
     totals: _Totals = field(default_factory=_Totals)
 
+    def fields(self) -> list[int]:
+        """Every field as an integer, in order (the persisted state's layout)."""
+        t = self.totals
+        return [
+            *(self.count, self.first, int(self.invalid), self.transitions, self.provisioned),
+            *(self.begin, self.begin_flags, self.last, self.last_flags, self.latest),
+            *(t.down_time, t.up_time, t.interruptions, t.recoveries),
+            *(t.total_down, t.total_up, t.latest_down, t.latest_up),
+        ]
+
+    @classmethod
+    def from_fields(cls, values: list[int]) -> SummaryFold:
+        """The fold ``fields`` gave."""
+        v = values
+        return cls(
+            count=v[0],
+            first=v[1],
+            invalid=bool(v[2]),
+            transitions=v[3],
+            provisioned=v[4],
+            begin=v[5],
+            begin_flags=v[6],
+            last=v[7],
+            last_flags=v[8],
+            latest=v[9],
+            totals=_Totals(*v[10:18]),
+        )
+
     def fold(self, record: EventRecord) -> SummaryFold:
         """Take in the events of ``record`` after the ``count`` already folded (``record``
         extends the one folded before; the caller checks)."""
