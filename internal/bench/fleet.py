@@ -66,6 +66,8 @@ class SizeResult:
     """The cycles again, with ``RECOMMENDED_GC`` applied after the sync."""
     fleet_only: dict[str, Any] = field(default_factory=dict)
     """The cycles with the series budget ``"PerResourceSeries": []`` (``--fleet-only``)."""
+    by_history: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """The cycles again per history length (``--histories``), on the same emulators."""
 
 
 @contextmanager
@@ -150,6 +152,11 @@ def run_size(size: fleet_objects.Size, args: argparse.Namespace) -> SizeResult:
             result.fleet_only = probe(
                 "cycles", [*cycle_args, "--fleet-only"], timeout=args.timeout * 4
             )
+        for events in args.histories:
+            print(f"[{size.name}] (c-e) with {events} events per resource ...", flush=True)
+            again = [*common, "--gke", server["gke"], "--cycles", str(args.cycles)]
+            again += ["--history", str(events)]
+            result.by_history[events] = probe("cycles", again, timeout=args.timeout * 4)
         if not args.skip_tuned:
             print(f"[{size.name}] (c-e) again, with the recommended GC settings ...", flush=True)
             tuned = [*cycle_args, *RECOMMENDED_GC]
@@ -307,6 +314,51 @@ def growth(results: Sequence[SizeResult]) -> str:
     return "\n".join(lines)
 
 
+_BY_HISTORY: list[tuple[str, str, Callable[[dict[str, Any]], float | None]]] = [
+    ("start-up, wall", "s", lambda f: f.get("startup_wall_s")),
+    ("first cycle CPU", "s", lambda f: f.get("first_cycle_cpu_s")),
+    ("start-up + first cycle, wall", "s", lambda f: f.get("startup_first_cycle_wall_s")),
+    ("steady cycle CPU", "s", lambda f: f.get("cycle_cpu_s")),
+    ("of which aggregate_once()", "s", lambda f: f.get("aggregate_cpu_s")),
+    ("whole-process peak RSS", "MB", lambda f: f.get("peak_rss_mb")),
+]
+
+
+def history_table(results: Sequence[SizeResult]) -> str:
+    """Per size and history length (``--histories``): start-up, first and steady cycle, peak
+    RSS, and each figure's ratio from the shortest history to the longest."""
+    rows = [r for r in results if r.by_history]
+    if not rows:
+        return ""
+    labels = [label for label, _, _ in _BY_HISTORY]
+    lines = ["| size | events per resource | " + " | ".join(labels) + " |"]
+    lines.append("|---|---:" + "|---:" * len(labels) + "|")
+    for r in rows:
+        lengths = sorted(r.by_history)
+        for events in lengths:
+            figures = r.by_history[events]
+            cells = []
+            for _, unit, get in _BY_HISTORY:
+                value = None if "gave_up" in figures else get(figures)
+                cells.append(
+                    "—"
+                    if value is None
+                    else f"{value:,.2f} {unit}"
+                    if unit == "s"
+                    else f"{value:,.0f} {unit}"
+                )
+            lines.append(f"| {r.size.name} | {events:,} | " + " | ".join(cells) + " |")
+        short, long = r.by_history[lengths[0]], r.by_history[lengths[-1]]
+        ratios = []
+        for _, _, get in _BY_HISTORY:
+            a, b = get(short), get(long)
+            ratios.append(f"{b / a:.2f}×" if a and b else "—")
+        lines.append(
+            f"| {r.size.name} | {lengths[-1]:,} / {lengths[0]:,} | " + " | ".join(ratios) + " |"
+        )
+    return "\n".join(lines)
+
+
 def write_docs(text: str) -> None:
     """Replace the results section of ``docs/performance.md`` (between its markers)."""
     document = DOCS.read_text() if DOCS.exists() else f"{RESULTS_BEGIN}\n{RESULTS_END}\n"
@@ -322,6 +374,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", choices=[*fleet_objects.SIZES, "all"], default="S")
     parser.add_argument("--cycles", type=int, default=5, help="steady cycles measured")
     parser.add_argument("--history", type=int, default=20, help="seeded events per resource")
+    parser.add_argument(
+        "--histories",
+        type=lambda text: [int(part) for part in text.split(",") if part],
+        default=[],
+        help="also measure the cycles with each of these events per resource, e.g. 20,1000",
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per probe")
     parser.add_argument(
         "--list-timeout", type=float, default=1200.0, help="seconds before (b) is given up"
@@ -346,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     text = f"Machine: {machine()}.\n\n{table(results)}"
     if len(results) > 1:
         text += f"\n\nGrowth from one size to the next:\n\n{growth(results)}"
+    if any(r.by_history for r in results):
+        text += f"\n\nBy history length:\n\n{history_table(results)}"
     print()
     print(text)
     if args.json:
@@ -359,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
                         "cycles": r.cycles,
                         "cycles_gc_tuned": r.tuned,
                         "cycles_fleet_only": r.fleet_only,
+                        "cycles_by_history": r.by_history,
                     }
                     for r in results
                 },

@@ -198,9 +198,36 @@ def _seed_directory(
     events: int,
     now: int,
 ) -> None:
-    """``_seed`` into a local directory, with a store of its own (run in a child)."""
-    store = ObjectEventStore(LocalObjects(directory), "", instruments=Instruments.unregistered())
+    """``_seed`` into a local directory, then one cycle of an earlier megamon over it, shut
+    down cleanly (its snapshot and the summary state beside it), with a store of its own
+    (run in a child)."""
+    instruments = Instruments.unregistered()
+    store = ObjectEventStore(LocalObjects(directory), "", instruments=instruments)
     _seed(store, pools, snapshot, events, now)
+    assembly = ReportAssembly(
+        KINDS, store, unobserved_slack_ns=UNOBSERVED_SLACK_NS, state_store=store.log
+    )
+    event_log = EventLog(
+        store,
+        KINDS,
+        instruments=instruments,
+        on_retired=assembly.retired,
+        on_snapshot=assembly.snapshotted,
+    )
+    aggregator = Aggregator(
+        event_log=event_log,
+        assembly=assembly,
+        cluster=_Snapshots(snapshot),
+        pools=_FixedPools(pools),
+        kinds=KINDS,
+        settings=Settings(),
+        export=lambda _report: None,
+        instruments=instruments,
+        clock=lambda: now,
+    )
+    aggregator.poll_once()
+    aggregator.aggregate_once()
+    event_log.close()
 
 
 def _flip(base: ClusterSnapshot, order: list[str], cycle: int, now: int) -> ClusterSnapshot:
