@@ -30,6 +30,8 @@ from megamon.summary.summarizing import SummaryFold
 
 STATE_VERSION = 1
 """The layout below; a file of another version is rebuilt from the history."""
+_SUMMARY_FIELDS = len(SummaryFold().fields())
+_BUCKETS = len(Histogram().counts)
 
 
 class StateError(ValueError):
@@ -95,10 +97,22 @@ def _periods(part: Periods) -> dict[str, Any]:
         "shape": [part.shape.accelerator, part.shape.topology, part.shape.spot],
         "chips": part.chips,
         "contribution": [
-            [measure, label, h.counts, h.total_s, h.count, lost[0]]
+            [measure, label, _sparse(h.counts), h.total_s, h.count, lost[0]]
             for (measure, label), (h, lost) in part.contribution.items()
         ],
     }
+
+
+def _sparse(counts: list[int]) -> list[int]:
+    """The non-zero buckets as index, count pairs, flattened (a resource fills few)."""
+    return [x for i, count in enumerate(counts) if count for x in (i, count)]
+
+
+def _dense(pairs: list[int]) -> list[int]:
+    counts = [0] * _BUCKETS
+    for i in range(0, len(pairs) - 1, 2):
+        counts[pairs[i]] = pairs[i + 1]
+    return counts
 
 
 def _availability(fold: AvailabilityFold) -> list[Any]:
@@ -153,9 +167,15 @@ def _bool(value: object) -> bool:
     return value
 
 
+def _ints(values: Any) -> list[int]:
+    if type(values) is not list or (values and set(map(type, values)) != {int}):
+        raise StateError(f"expected integers, found {values!r}")
+    return values
+
+
 def _decode_summary(raw: Any) -> SummaryFold:
-    values = [_int(v) for v in raw]
-    if len(values) != len(SummaryFold().fields()):
+    values = _ints(raw)
+    if len(values) != _SUMMARY_FIELDS:
         raise StateError("a summary fold of another layout")
     return SummaryFold.from_fields(values)
 
@@ -179,9 +199,10 @@ def _decode_periods(raw: Any) -> Periods:
     accelerator, topology, spot = raw["shape"]
     contribution: Contribution = {}
     for measure, label, counts, total_s, count, lost in raw["contribution"]:
-        histogram = Histogram([_int(c) for c in counts], float(total_s), _int(count))
-        if len(histogram.counts) != len(Histogram().counts):
+        pairs = _ints(counts)
+        if len(pairs) % 2 or any(not 0 <= i < _BUCKETS for i in pairs[::2]):
             raise StateError("a histogram of another bucket layout")
+        histogram = Histogram(_dense(pairs), float(total_s), _int(count))
         contribution[(str(measure), str(label))] = (histogram, [float(lost)])
     shape = Shape(str(accelerator), str(topology), _bool(spot))
     return Periods(fold, shape, _int(raw["chips"]), contribution)
