@@ -5,15 +5,22 @@ definition, the batch function it folds (``settle``, ``record_periods``,
 ``resource_availability``), on random histories split at random points and folded piece by
 piece. The histories go through megamon's own encoder (the Go-format event file with its
 reasons, as snapshots are written, and the archive entry) and back, so they are what megamon
-reads; the Go megamon's own cases (``test_summarizing.CASES``) are folded too.
+reads; so are histories megamon's recorder wrote (``test/fleet/written.py``: snapshots,
+segments, archives, unobserved time between runs), read back as ``megamon report`` reads
+them; the Go megamon's own cases (``test_summarizing.CASES``) are folded too.
 """
 
 from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from random import Random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from megamon.cli.report import read_resources
 from megamon.codec.history import (
     decode_archive_entry,
     decode_event_file,
@@ -31,10 +38,15 @@ from megamon.domain.events import (
 from megamon.domain.interruptions import REASONS
 from megamon.domain.kinds import Kind
 from megamon.domain.timestamps import parse
+from megamon.stores.local import LocalEventStore
 from megamon.summary.availability import Resource, Window, resource_availability
 from megamon.summary.chiptally import AvailabilityFold, Growth, gaps_before
 from megamon.summary.distributions import PeriodFold, record_periods
 from megamon.summary.summarizing import SummaryFold, extends, settle, summary_at
+from test.fleet.test_written_histories import KINDS as WRITTEN_KINDS
+from test.fleet.test_written_histories import RESOURCES as WRITTEN_RESOURCES
+from test.fleet.test_written_histories import runs as written_runs
+from test.fleet.written import Run, write_runs
 from test.summary.test_summarizing import CASES
 
 T0 = 1_700_000_000 * 10**9
@@ -192,3 +204,35 @@ def test_a_failed_band_across_an_instant_up_is_one_band_as_the_definition_reads_
         for whole in (_prefix(record, cut), record):
             fold = AvailabilityFold().fold(_prefix(record, cut), gaps).fold(whole, gaps)
             assert (fold.up, fold.down, fold.latest, fold.growth()) == _settled_figures(whole, gaps)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(written_runs(), st.randoms(use_true_random=False))
+def test_histories_megamon_wrote_fold_to_the_batch_figures_split_anywhere(
+    runs: list[Run], random: Random
+) -> None:
+    """Histories written by megamon's recorder (snapshots with reasons, segments, archives,
+    runs with unobserved time between them), read back as ``megamon report`` reads them:
+    every lifetime, live or archived, folded in random pieces equals the batch figures."""
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory) / "c"
+        end = write_runs(root, T0, runs, WRITTEN_RESOURCES)
+        resources = list(read_resources(LocalEventStore(root), WRITTEN_KINDS, {}, end))
+    for resource in resources:
+        record = resource.record
+        cuts = sorted({random.randint(0, len(record)) for _ in range(3)} | {len(record)})
+        summary, periods, availability, closed = SummaryFold(), PeriodFold(), AvailabilityFold(), []
+        for cut in cuts:
+            piece = _prefix(record, cut)
+            summary.fold(piece)
+            closed += periods.fold(piece)
+            if piece.timestamps:
+                availability.fold(piece, resource.unobserved)
+        assert summary.settled() == settle(record)
+        first = [periods.provisioning] if periods.provisioning is not None else []
+        assert first + closed == record_periods(record)
+        if record.timestamps:
+            figures = (availability.up, availability.down, availability.latest)
+            assert (*figures, availability.growth()) == _settled_figures(
+                record, resource.unobserved
+            )
