@@ -265,7 +265,15 @@ def start(config: Config) -> Service:
     if not config.DisableNodePoolJobLabelling:
         exporters.append(JobLabeler(api))
     store = open_store(config, instruments)
-    assembly = ReportAssembly(kinds, store, unobserved_slack_ns=UNOBSERVED_SLACK_NS)
+    assembly = ReportAssembly(
+        kinds,
+        store,
+        unobserved_slack_ns=UNOBSERVED_SLACK_NS,
+        state_store=store.log,
+        on_rebuilt=lambda kind, reason: instruments.summary_state_rebuilds.labels(
+            kind=kind.value, reason=reason
+        ).inc(),
+    )
     aggregator = Aggregator(
         event_log=EventLog(
             store,
@@ -274,6 +282,7 @@ def start(config: Config) -> Service:
             snapshot_interval_s=config.SnapshotIntervalSeconds,
             instruments=instruments,
             on_retired=assembly.retired,
+            on_snapshot=assembly.snapshotted,
         ),
         assembly=assembly,
         cluster=cluster,

@@ -92,6 +92,14 @@ class Instruments:
             [LABEL_KIND],
             registry=registry,
         )
+        self.summary_state_rebuilds = Counter(
+            f"{prefix}_summary_state_rebuilds",
+            "Kinds whose summaries were folded from the history at start-up instead of read "
+            "from the summary state beside the snapshot, by why: missing, stale (written "
+            "beside another snapshot), corrupt, unreadable.",
+            [LABEL_KIND, LABEL_REASON],
+            registry=registry,
+        )
         self.history_write_failures = Counter(
             f"{prefix}_history_write_failures",
             "Writes of the history the store refused (segments, snapshots, archives, the "

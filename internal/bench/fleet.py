@@ -72,6 +72,8 @@ class SizeResult:
     """The cycles again, with ``RECOMMENDED_GC`` applied after the sync."""
     fleet_only: dict[str, Any] = field(default_factory=dict)
     """The cycles with the series budget ``"PerResourceSeries": []`` (``--fleet-only``)."""
+    by_history: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """The cycles again per history length (``--histories``), on the same emulators."""
 
 
 @contextmanager
@@ -157,6 +159,11 @@ def run_size(size: fleet_objects.Size, args: argparse.Namespace) -> SizeResult:
             result.fleet_only = probe(
                 "cycles", [*cycle_args, "--fleet-only"], timeout=args.timeout * 4
             )
+        for events in args.histories:
+            print(f"[{size.name}] (c-e) with {events} events per resource ...", flush=True)
+            again = [*common, "--gke", server["gke"], "--cycles", str(args.cycles)]
+            again += ["--history", str(events)]
+            result.by_history[events] = probe("cycles", again, timeout=args.timeout * 4)
         if not args.skip_tuned:
             print(f"[{size.name}] (c-e) again, with the recommended GC settings ...", flush=True)
             tuned = [*cycle_args, *RECOMMENDED_GC]
@@ -247,6 +254,12 @@ def table(results: Sequence[SizeResult]) -> str:
         ("(b) `list_node()` models, peak RSS", lambda r: _mb(r.listing, "peak_rss_mb")),
         ("(b)/(a) time", lambda r: _ratio(r.sync, r.listing, "wall_s")),
         ("(b)/(a) memory", lambda r: _ratio(r.sync, r.listing, "peak_rss_mb")),
+        ("start-up from snapshot + log, wall", lambda r: _seconds(r.cycles, "startup_wall_s")),
+        ("first cycle after start-up, CPU", lambda r: _seconds(r.cycles, "first_cycle_cpu_s")),
+        (
+            "start-up + first aggregate_once(), wall",
+            lambda r: _seconds(r.cycles, "startup_first_cycle_wall_s"),
+        ),
         ("(c) steady cycle CPU", lambda r: _cpu(r.cycles)),
         ("(c) of which aggregate_once()", lambda r: _seconds(r.cycles, "aggregate_cpu_s")),
         ("(c) of which persist_once()", lambda r: _seconds(r.cycles, "persist_cpu_s")),
@@ -262,7 +275,10 @@ def table(results: Sequence[SizeResult]) -> str:
         ("(e) event store written / cycle", lambda r: _store(r.cycles)),
         ("workload pass on a watch change, CPU", lambda r: _seconds(r.cycles, "workloads_cpu_s")),
         ("GKE poll of the node pools, CPU", lambda r: _seconds(r.cycles, "poll_cpu_s")),
-        ("megamon peak RSS (sync + cycles)", lambda r: _mb(r.cycles, "peak_rss_mb")),
+        (
+            "megamon whole-process peak RSS (VmHWM: sync, start-up, cycles)",
+            lambda r: _mb(r.cycles, "peak_rss_mb"),
+        ),
     ]
     rows = [(label, [cell(r) for r in results]) for label, cell in cells]
     lines = [head + " |", "|---" + "|---:" * len(results) + "|"]
@@ -280,6 +296,7 @@ _GROWTH: list[tuple[str, str, str]] = [
     ("(a) megamon sync, peak RSS", "sync", "peak_rss_mb"),
     ("(b) `list_node()`, wall", "listing", "wall_s"),
     ("(b) `list_node()`, peak RSS", "listing", "peak_rss_mb"),
+    ("first cycle after start-up, CPU", "cycles", "first_cycle_cpu_s"),
     ("(c) steady cycle CPU (median)", "cycles", "cycle_cpu_s"),
     ("(c) with the recommended GC settings", "tuned", "cycle_cpu_s"),
     ("(c) aggregate_once()", "cycles", "aggregate_cpu_s"),
@@ -368,6 +385,51 @@ def write_docs(text: str, begin: str = RESULTS_BEGIN, end: str = RESULTS_END) ->
     DOCS.write_text(f"{before}{begin}\n{text}\n{end}{after}")
 
 
+_BY_HISTORY: list[tuple[str, str, Callable[[dict[str, Any]], float | None]]] = [
+    ("start-up, wall", "s", lambda f: f.get("startup_wall_s")),
+    ("first cycle CPU", "s", lambda f: f.get("first_cycle_cpu_s")),
+    ("start-up + first cycle, wall", "s", lambda f: f.get("startup_first_cycle_wall_s")),
+    ("steady cycle CPU", "s", lambda f: f.get("cycle_cpu_s")),
+    ("of which aggregate_once()", "s", lambda f: f.get("aggregate_cpu_s")),
+    ("whole-process peak RSS", "MB", lambda f: f.get("peak_rss_mb")),
+]
+
+
+def history_table(results: Sequence[SizeResult]) -> str:
+    """Per size and history length (``--histories``): start-up, first and steady cycle, peak
+    RSS, and each figure's ratio from the shortest history to the longest."""
+    rows = [r for r in results if r.by_history]
+    if not rows:
+        return ""
+    labels = [label for label, _, _ in _BY_HISTORY]
+    lines = ["| size | events per resource | " + " | ".join(labels) + " |"]
+    lines.append("|---|---:" + "|---:" * len(labels) + "|")
+    for r in rows:
+        lengths = sorted(r.by_history)
+        for events in lengths:
+            figures = r.by_history[events]
+            cells = []
+            for _, unit, get in _BY_HISTORY:
+                value = None if "gave_up" in figures else get(figures)
+                cells.append(
+                    "—"
+                    if value is None
+                    else f"{value:,.2f} {unit}"
+                    if unit == "s"
+                    else f"{value:,.0f} {unit}"
+                )
+            lines.append(f"| {r.size.name} | {events:,} | " + " | ".join(cells) + " |")
+        short, long = r.by_history[lengths[0]], r.by_history[lengths[-1]]
+        ratios = []
+        for _, _, get in _BY_HISTORY:
+            a, b = get(short), get(long)
+            ratios.append(f"{b / a:.2f}×" if a and b else "—")
+        lines.append(
+            f"| {r.size.name} | {lengths[-1]:,} / {lengths[0]:,} | " + " | ".join(ratios) + " |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m internal.bench.fleet", description=__doc__.splitlines()[0]
@@ -375,6 +437,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", choices=[*fleet_objects.SIZES, "all", "huge"], default="S")
     parser.add_argument("--cycles", type=int, default=5, help="steady cycles measured")
     parser.add_argument("--history", type=int, default=20, help="seeded events per resource")
+    parser.add_argument(
+        "--histories",
+        type=lambda text: [int(part) for part in text.split(",") if part],
+        default=[],
+        help="also measure the cycles with each of these events per resource, e.g. 20,1000",
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per probe")
     parser.add_argument(
         "--list-timeout", type=float, default=1200.0, help="seconds before (b) is given up"
@@ -406,6 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     comparison = huge_comparison(results)
     if comparison:
         text += f"\n\nThe huge slices (L+huge against L, same run):\n\n{comparison}"
+    if any(r.by_history for r in results):
+        text += f"\n\nBy history length:\n\n{history_table(results)}"
     print()
     print(text)
     if args.json:
@@ -419,6 +489,7 @@ def main(argv: list[str] | None = None) -> int:
                         "cycles": r.cycles,
                         "cycles_gc_tuned": r.tuned,
                         "cycles_fleet_only": r.fleet_only,
+                        "cycles_by_history": r.by_history,
                     }
                     for r in results
                 },

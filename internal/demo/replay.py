@@ -160,10 +160,16 @@ def replay(
         kinds = enabled_kinds(config)
         store = LocalEventStore(history)
         cluster = ListedCluster(api)
-        assembly = ReportAssembly(kinds, store, unobserved_slack_ns=UNOBSERVED_SLACK_NS)
+        assembly = ReportAssembly(
+            kinds, store, unobserved_slack_ns=UNOBSERVED_SLACK_NS, state_store=store.log
+        )
         aggregator = Aggregator(
             event_log=EventLog(
-                store, required_kinds(kinds), clock=clock, on_retired=assembly.retired
+                store,
+                required_kinds(kinds),
+                clock=clock,
+                on_retired=assembly.retired,
+                on_snapshot=assembly.snapshotted,
             ),
             assembly=assembly,
             cluster=cluster,

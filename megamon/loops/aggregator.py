@@ -290,11 +290,13 @@ class Aggregator:
         with self._record_lock:  # observations and records of the same batch
             observations, records = self._latest.snapshot(), self._log.records()
             coverage, epoch = self._log.coverage(), self._log.epoch
+            snapshots = self._log.snapshot_digests()
         report = self._assembly.build(
             observations,
             records,
             coverage=coverage,
             epoch=epoch,
+            snapshots=snapshots,
             scheduling=observe_scheduling(snapshot, listing[0] if listing else []),
             observed_at=self._observed_at,
             now=now,

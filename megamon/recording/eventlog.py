@@ -115,11 +115,15 @@ class EventLog:
         clock: Callable[[], int] = time.time_ns,
         monotonic: Callable[[], int] = time.monotonic_ns,
         on_retired: Callable[[ArchiveEntry], object] | None = None,
+        on_snapshot: Callable[[Kind, Mapping[str, EventRecord], str], object] | None = None,
     ) -> None:
         """``holder`` names this writer in the lease (default: this process, see
         ``this_process``); ``clock`` stamps what is written, ``monotonic`` times the lease."""
         self._store = store
         self._on_retired = on_retired
+        self._on_snapshot = on_snapshot
+        """Told of each snapshot written (its kind, records and digest), after its mark: the
+        report assembly writes the summary state beside it."""
         """Told of each retirement as it is recorded (the report assembly keeps counting the
         resource from its archive entry without reading the archive again)."""
         self._required = frozenset(required)
@@ -205,6 +209,16 @@ class EventLog:
         """The live records of every kind, as of the latest batch (an immutable view)."""
         with self._lock:
             return self._records
+
+    def snapshot_digests(self) -> dict[Kind, str | None]:
+        """Per kind, the digest of the snapshot its history was read from or last written
+        (``None``: none this process trusts): what a summary state must have been written
+        beside to be used."""
+        with self._lock:
+            return {
+                kind: state.loaded.file.digest if state.loaded.file is not None else None
+                for kind, state in self._kinds.items()
+            }
 
     def coverage(self) -> dict[Kind, tuple[tuple[int, int], ...]]:
         """Per kind, the spans its history records as observed, this process's running span
@@ -496,6 +510,8 @@ class EventLog:
         marked = replace(mark, generation=generation, digest=digest)
         self._store.log.write_mark(kind, encode_mark(marked))
         self._written()
+        if self._on_snapshot is not None:
+            self._on_snapshot(kind, written, digest)
         with self._lock:
             state.loaded.file_generation = generation
             state.loaded.file = MarkedFile(covers.text(), digest)

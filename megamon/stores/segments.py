@@ -4,6 +4,7 @@ Layout under the history's path::
 
     log/kind=<kind>/date=YYYY-MM-DD/<sequence, 16 digits>.ndjson   segments (create-only)
     log/snapshots/<event file>                                     snapshot marks
+    log/summaries/<event file>                                     summary state beside them
     log/quarantine/kind=<kind>/date=…/<sequence>.ndjson.corrupt    unreadable segments, copied
     log/writer-lease.json                                          the writer lease
 
@@ -31,6 +32,9 @@ log = logging.getLogger(__name__)
 
 LOG_DIR = "log"
 SNAPSHOTS_DIR = "snapshots"
+SUMMARIES_DIR = "summaries"
+"""``log/summaries/<event file>``: the summary state written beside each snapshot
+(``summary.foldstate``); the Go megamon never reads under ``log/``."""
 QUARANTINE_DIR = "quarantine"
 LEASE_NAME = "writer-lease.json"
 SEGMENT_SUFFIX = ".ndjson"
@@ -204,7 +208,21 @@ class SegmentLog:
 
     def write_mark(self, kind: Kind, data: bytes) -> None:
         """Replace the mark, whatever its generation: only the lease holder writes it."""
-        name = self.mark_name(kind)
+        self._replace(self.mark_name(kind), data)
+
+    def summary_state_name(self, kind: Kind) -> str:
+        return self.name(SUMMARIES_DIR, event_file(kind))
+
+    def read_summary_state(self, kind: Kind) -> bytes | None:
+        """The summary state beside ``kind``'s snapshot; ``None`` when there is none."""
+        return self._content(self.summary_state_name(kind))
+
+    def write_summary_state(self, kind: Kind, data: bytes) -> None:
+        """Replace the summary state, whatever its generation (only the lease holder
+        snapshots, and so writes it)."""
+        self._replace(self.summary_state_name(kind), data)
+
+    def _replace(self, name: str, data: bytes) -> None:
         for _ in range(_READ_ATTEMPTS):
             generation = self.backend.generation(name) or 0
             try:

@@ -19,15 +19,23 @@ retirement; they are then kept as sums, not as records.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from megamon.domain.events import ArchiveEntry, EventRecord
+from megamon.domain.events import (
+    FLAG_EXPECTED_DOWN,
+    FLAG_FAILED,
+    FLAG_UP,
+    ArchiveEntry,
+    EventRecord,
+)
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs
-from megamon.summary.availability import Resource, Window, resource_availability
-from megamon.summary.chips import chips_of
+from megamon.summary.availability import BandState, Resource, Window, resource_availability
+from megamon.summary.chips import CHIPS_ATTR, chips_of
+from megamon.summary.summarizing import extends
 
 Span = tuple[int, int]
 ChipRow = tuple[str, str, float]
@@ -60,6 +68,107 @@ def unobserved_within(gaps: Iterable[Span], start: int, end: int) -> int:
     return total
 
 
+@dataclass(slots=True)
+class AvailabilityFold:
+    """The up and down time of ``resource_availability`` over all history, at a record's
+    last event, as a fold: kept where it stopped, so that a record that gained events costs
+    its new events only. ``resource_availability`` stays the definition: a fold equals its
+    figures at the last event (and the class of the band after it, ``growth``) for every
+    record and every set of gaps, folded whole or piece by piece, as long as the gaps before
+    the last event folded do not change (``ChipTally`` folds afresh when they do;
+    ``test/summary/test_folds.py``).
+
+    It follows the definition's bands exactly: each event's band runs to the next event's
+    (running-maximum) timestamp; adjacent bands of one state are one band (a zero-length
+    band between them does not part them), and the unobserved gaps cut it into pieces; a
+    piece counts as provisioning when it starts before the first up, else by its state."""
+
+    count: int = 0
+    latest: int = 0
+    """The running maximum of the timestamps folded (the last band's start)."""
+    first_up_at: int | None = None
+    was_up: bool = True
+    expected: bool = False
+    """The current down period began expected."""
+    state: BandState = BandState.UP
+    """The state of the band the last event began."""
+    merged: BandState | None = None
+    """The state of the band (adjacent bands of one state merged) ending at ``latest``."""
+    piece: int = 0
+    """Where the piece of that band ending at ``latest`` starts (after the last gap)."""
+    up: int = 0
+    down: int = 0
+
+    def fold(self, record: EventRecord, gaps: tuple[Span, ...]) -> AvailabilityFold:
+        """Take in the events of ``record`` after the ``count`` already folded (``record``
+        extends the one folded before; the caller checks)."""
+        ts, flags = record.timestamps, record.flags
+        i, n = self.count, len(ts)
+        if i >= n:
+            return self
+        if i == 0:
+            self.latest = ts[0]
+            self.state = self._state_of(flags[0], ts[0])
+            i = 1
+        for j in range(i, n):
+            stamp = ts[j]
+            if stamp > self.latest:
+                self._band(self.latest, stamp, gaps)
+                self.latest = stamp
+            self.state = self._state_of(flags[j], self.latest)
+        self.count = n
+        return self
+
+    def _state_of(self, f: int, at: int) -> BandState:
+        """The state of the band an event begins (``availability._event_states``)."""
+        if f & FLAG_UP:
+            if self.first_up_at is None:
+                self.first_up_at = at
+            self.was_up = True
+            return BandState.UP
+        if self.was_up:
+            self.expected = bool(f & FLAG_EXPECTED_DOWN)
+            self.was_up = False
+        if self.first_up_at is None:
+            return BandState.FAILED if f & FLAG_FAILED else BandState.PROVISIONING
+        if self.expected:
+            return BandState.EXPECTED_DOWN
+        return BandState.FAILED if f & FLAG_FAILED else BandState.DOWN
+
+    def _band(self, start: int, end: int, gaps: tuple[Span, ...]) -> None:
+        """Account the band ``[start, end)`` of the last event's state."""
+        if self.merged is not self.state:
+            self.merged, self.piece = self.state, start
+        cursor = start
+        first = max(0, bisect_right(gaps, (start, start)) - 1)
+        for gap_start, gap_end in gaps[first:]:
+            if gap_start >= end:
+                break
+            if gap_end <= cursor:
+                continue
+            if gap_start > cursor:
+                self._count(cursor, gap_start)
+            cursor = gap_end if gap_end < end else end
+            self.piece = max(self.piece, gap_end)
+        if cursor < end:
+            self._count(cursor, end)
+
+    def _count(self, start: int, end: int) -> None:
+        """Observed time ``[start, end)`` of the current piece, by its class."""
+        if self.first_up_at is None or self.piece < self.first_up_at:
+            return  # provisioning
+        if self.merged is BandState.UP:
+            self.up += end - start
+        elif self.merged is not BandState.EXPECTED_DOWN:
+            self.down += end - start
+
+    def growth(self) -> Growth:
+        """The class of the band after the last event (``_growth``)."""
+        if self.first_up_at is None or self.state is BandState.EXPECTED_DOWN:
+            return Growth.NEITHER
+        return Growth.UP if self.state is BandState.UP else Growth.DOWN
+
+
 @dataclass(frozen=True, slots=True)
 class _Settled:
     """One live record's figures up to its last event, and how they grow after it."""
@@ -75,6 +184,8 @@ class _Settled:
     down: int
     last: int
     growth: Growth
+    fold: AvailabilityFold
+    """Where the figures stopped (``up``, ``down`` and ``last`` are its, at settling)."""
 
     def at(self, now: int, gaps: tuple[Span, ...]) -> tuple[int, int]:
         """Up and down time (ns) at ``now``."""
@@ -105,22 +216,29 @@ def _growth(resource: Resource, last: int) -> Growth:
 
 
 def _settle(
-    kind: Kind, key: str, record: EventRecord, attrs: Attrs | None, gaps: tuple[Span, ...]
+    kind: Kind,
+    key: str,
+    record: EventRecord,
+    attrs: Attrs | None,
+    gaps: tuple[Span, ...],
+    *,
+    fold: AvailabilityFold | None = None,
 ) -> _Settled | None:
-    """The record's figures at its last event (``None`` without events)."""
+    """The record's figures at its last event (``None`` without events), ``fold`` (of a
+    record this one extends, under the same gaps before its last event) taken on."""
     if not record.timestamps:
         return None
-    last = max(record.timestamps)
+    fold = (fold or AvailabilityFold()).fold(record, gaps)
+    last = fold.latest
     before = gaps_before(gaps, last)
-    resource = Resource(kind, key, record, _attrs_mapping(attrs), unobserved=before)
-    settled = resource_availability(resource, Window(now=last))
-    if settled is None:
-        return None
-    chips = chips_of(settled)
-    growth = _growth(resource, last) if chips else Growth.NEITHER
-    up, down = settled.times.up, settled.times.down
-    accelerator = resource.accelerator
-    return _Settled(record, attrs, accelerator, chips, before, up, down, last, growth)
+    mapping = _attrs_mapping(attrs)
+    value = mapping.get(CHIPS_ATTR)
+    chips = value if type(value) is int and value > 0 else 0
+    growth = fold.growth() if chips else Growth.NEITHER
+    accelerator = Resource(kind, key, record, mapping).accelerator
+    return _Settled(
+        record, attrs, accelerator, chips, before, fold.up, fold.down, last, growth, fold
+    )
 
 
 def _add(sums: dict[Group, list[int]], group: Group, chips: int, up: int, down: int) -> None:
@@ -166,10 +284,44 @@ class ChipTally:
             obs_attrs = attrs.get(key)
             if entry is not None and entry.record is record and entry.attrs is obs_attrs:
                 continue
-            memo[key] = _settle(kind, key, record, obs_attrs, gaps)
+            fold = None
+            if (
+                entry is not None
+                and entry.fold.count == len(entry.record)
+                and extends(record, entry.record)
+            ):
+                fold = entry.fold
+            memo[key] = _settle(kind, key, record, obs_attrs, gaps, fold=fold)
         if len(memo) > len(records):
             for key in [k for k in memo if k not in records]:
                 del memo[key]
+
+    def folds(self, kind: Kind) -> dict[str, tuple[EventRecord, AvailabilityFold]]:
+        """Every live record of ``kind`` settled, with its fold (the persisted state)."""
+        memo = self._live.get(kind, {})
+        return {key: (e.record, e.fold) for key, e in memo.items() if e is not None}
+
+    def gaps(self, kind: Kind) -> tuple[Span, ...]:
+        """The gaps the folds of ``kind`` were made under."""
+        return self._gaps.get(kind, ())
+
+    def seed(
+        self,
+        kind: Kind,
+        key: str,
+        record: EventRecord,
+        fold: AvailabilityFold,
+        gaps: tuple[Span, ...],
+    ) -> None:
+        """Take ``fold`` (of ``record``, made under ``gaps``) as ``key``'s settled figures,
+        from the persisted state; the next ``update`` folds it on and takes the attributes
+        in (or, when the gaps before its last event changed, folds it afresh)."""
+        last = fold.latest
+        before = gaps_before(gaps, last)
+        growth = fold.growth()
+        entry = _Settled(record, None, "", 0, before, fold.up, fold.down, last, growth, fold)
+        self._live.setdefault(kind, {})[key] = entry
+        self._gaps[kind] = gaps
 
     def add_archived(self, kind: Kind, entry: ArchiveEntry) -> None:
         """A retired resource's history (one archive entry), counted from the next rows."""

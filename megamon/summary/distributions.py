@@ -46,6 +46,7 @@ from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, Even
 from megamon.domain.interruptions import MAINTENANCE, UNKNOWN
 from megamon.domain.observations import Attrs, NodePoolAttrs, Observation
 from megamon.domain.timestamps import NANOS_PER_SECOND
+from megamon.summary.summarizing import extends
 
 Period = tuple[str, str, float]
 """(measure, reason or provisioning state, seconds)."""
@@ -91,6 +92,70 @@ def record_periods(record: EventRecord) -> list[Period]:
                 periods.append((TIME_BETWEEN_INTERRUPTIONS, reason, _seconds(t - up_since)))
                 down = (t, reason)
     return periods
+
+
+@dataclass(slots=True)
+class PeriodFold:
+    """``record_periods`` as a fold: the scan kept where it stopped, so that a record that
+    gained events costs its new events only. ``record_periods`` stays the definition: the
+    provisioning period a fold holds, followed by every closed period its folds returned,
+    equals it for every record, folded whole or piece by piece
+    (``test/summary/test_folds.py``).
+
+    The provisioning period is kept apart from the closed ones after the first up: it is the
+    one period a later event can change (failed, then up after all: ``success``). The closed
+    periods are handed out, not kept: the histograms hold them."""
+
+    count: int = 0
+    first: int = 0
+    failed: bool = False
+    """A failed event came before the first up."""
+    up_seen: bool = False
+    provisioning: Period | None = None
+    up_since: int = 0
+    down: tuple[int, str] | None = None
+    was_up: bool = True
+
+    def fold(self, record: EventRecord) -> list[Period]:
+        """Take in the events of ``record`` after the ``count`` already folded (``record``
+        extends the one folded before; the caller checks); the periods they closed."""
+        ts, flags = record.timestamps, record.flags
+        i, n = self.count, len(ts)
+        closed: list[Period] = []
+        if i >= n:
+            return closed
+        if i == 0:
+            self.first = ts[0]
+        while i < n and not self.up_seen:
+            f = flags[i]
+            if f & FLAG_UP:
+                self.up_seen = True
+                seconds = _seconds(ts[i] - self.first)
+                self.provisioning = (PROVISIONING, PROVISIONING_SUCCESS, seconds)
+                self.up_since, self.down, self.was_up = ts[i], None, True
+            elif not self.failed and f & FLAG_FAILED:
+                self.failed = True
+                seconds = _seconds(ts[i] - self.first)
+                self.provisioning = (PROVISIONING, PROVISIONING_FAILED, seconds)
+            i += 1
+        up_since, down, was_up = self.up_since, self.down, self.was_up
+        for j in range(i, n):
+            t, f = ts[j], flags[j]
+            if f & FLAG_UP:
+                if not was_up:
+                    if down is not None:
+                        closed.append((TIME_TO_RECOVER, down[1], _seconds(t - down[0])))
+                    up_since, down, was_up = t, None, True
+                continue
+            if was_up:
+                was_up = False
+                if not f & FLAG_EXPECTED_DOWN:
+                    reason = _reason(f)
+                    closed.append((TIME_BETWEEN_INTERRUPTIONS, reason, _seconds(t - up_since)))
+                    down = (t, reason)
+        self.up_since, self.down, self.was_up = up_since, down, was_up
+        self.count = n
+        return closed
 
 
 def open_interruption(record: EventRecord) -> tuple[int, str] | None:
@@ -151,31 +216,28 @@ def shape_of_archived(attrs: Mapping[str, object]) -> Shape:
 
 
 @dataclass
-class _Counted:
+class Counted:
     record: EventRecord
     attrs: Attrs | None
     shape: Shape
-    periods: list[Period]
+    fold: PeriodFold
+    """Where the scan of ``record``'s periods stopped (they are in the histograms)."""
     chips: int
     open: tuple[int, str] | None
+    contribution: Contribution = field(default_factory=dict)
+    """What its periods add to the histograms, per (measure, label), and chip-seconds down
+    (``TIME_TO_RECOVER`` × chips) per label: what a start-up from the persisted summary
+    state adds back without reading the history (``summary.foldstate``)."""
+    seeded: bool = False
+    """Taken from the persisted state, its attributes not yet compared."""
+
+
+Contribution = dict[tuple[str, str], tuple[Histogram, list[float]]]
+"""Per (measure, label): the histogram of one resource's periods and its chip-seconds."""
 
 
 ChipKey = tuple[str, Shape, str]
 """(kind, shape, reason) of chip-seconds down."""
-
-
-def _common_prefix(old: list[Period], new: list[Period]) -> int:
-    """How many leading periods two versions of a record share. History only grows, so the
-    longer version almost always starts with the shorter (one C-level comparison); a
-    rewritten past (an imported or merged history) is walked period by period."""
-    if new[: len(old)] == old:
-        return len(old)
-    same = 0
-    for before, after in zip(old, new, strict=False):
-        if before != after:
-            break
-        same += 1
-    return same
 
 
 @dataclass
@@ -189,7 +251,7 @@ class DistributionTally:
     lead_times: dict[SeriesKey, Histogram] = field(default_factory=dict)
     """Maintenance lead times, counted as interruptions begin (``lead_period``): kept apart
     from ``histograms``, which a recount of the history rebuilds exactly."""
-    _counted: dict[str, dict[str, _Counted]] = field(default_factory=dict)
+    _counted: dict[str, dict[str, Counted]] = field(default_factory=dict)
     """Per kind, per key: what each live record contributes now."""
     queueing: dict[SeriesKey, Histogram] = field(default_factory=dict)
     """Queueing times, each resource's stage counted once (``count_queueing``)."""
@@ -197,7 +259,14 @@ class DistributionTally:
     """Per kind, per key of a live resource: the stages already counted."""
 
     def _apply(
-        self, kind: str, shape: Shape, periods: Iterable[Period], times: int, chips: int = 0
+        self,
+        kind: str,
+        shape: Shape,
+        periods: Iterable[Period],
+        times: int,
+        chips: int = 0,
+        *,
+        contribution: Contribution | None = None,
     ) -> None:
         for measure, label, seconds in periods:
             key = SeriesKey(measure, kind, shape, label)
@@ -205,10 +274,33 @@ class DistributionTally:
             if histogram is None:
                 histogram = self.histograms[key] = Histogram()
             histogram.add(seconds, times)
-            if measure == TIME_TO_RECOVER and chips:
+            lost = seconds * chips * times if measure == TIME_TO_RECOVER and chips else 0.0
+            if lost:
                 chip_key = (kind, shape, label)
-                lost = self.chip_seconds.get(chip_key, 0.0) + seconds * chips * times
-                self.chip_seconds[chip_key] = lost
+                self.chip_seconds[chip_key] = self.chip_seconds.get(chip_key, 0.0) + lost
+            if contribution is not None:
+                found = contribution.get((measure, label))
+                if found is None:
+                    found = contribution[(measure, label)] = (Histogram(), [0.0])
+                found[0].add(seconds, times)
+                found[1][0] += lost
+
+    def _add_contribution(
+        self, kind: str, shape: Shape, contribution: Contribution, chips: int
+    ) -> None:
+        """Add one resource's persisted contribution to the histograms (start-up)."""
+        for (measure, label), (part, lost) in contribution.items():
+            key = SeriesKey(measure, kind, shape, label)
+            histogram = self.histograms.get(key)
+            if histogram is None:
+                histogram = self.histograms[key] = Histogram()
+            for index, count in enumerate(part.counts):
+                histogram.counts[index] += count
+            histogram.total_s += part.total_s
+            histogram.count += part.count
+            if lost[0] and chips:
+                chip_key = (kind, shape, label)
+                self.chip_seconds[chip_key] = self.chip_seconds.get(chip_key, 0.0) + lost[0]
 
     def chips_down(self, now: int) -> dict[ChipKey, float]:
         """Chip-seconds down by kind, shape and reason: closed interruptions (retired
@@ -235,27 +327,26 @@ class DistributionTally:
         """Count the live records of ``kind``; a key no longer live keeps its periods.
 
         Records and attrs are handed back as the same objects while nothing changes, so an
-        unchanged resource costs two identity checks; a changed one costs only the periods
-        that differ from what it contributed before (its new ones, as history grows)."""
+        unchanged resource costs two identity checks; a record that gained events costs only
+        those (its fold takes them in, and only the periods they close are counted); any
+        other change costs the periods that differ from what it contributed before."""
         counted_kind = self._counted.setdefault(kind, {})
         for key, record in records.items():
             found = counted_kind.get(key)
             obs_attrs = attrs.get(key)
-            if found is not None and found.record is record and found.attrs is obs_attrs:
+            if (
+                found is not None
+                and found.record is record
+                and found.attrs is obs_attrs
+                and not found.seeded
+            ):
                 continue
             shape = shape_of(obs_attrs) if obs_attrs is not None else Shape()
             chips = obs_attrs.tpu_chip_count if obs_attrs is not None else 0
-            periods = found.periods if found is not None and found.record is record else None
-            if periods is None:
-                periods = record_periods(record)
-            if found is not None and found.shape == shape and found.chips == chips:
-                same = _common_prefix(found.periods, periods)
-                self._apply(kind, shape, found.periods[same:], -1, chips)
-                self._apply(kind, shape, periods[same:], 1, chips)
-            else:
-                if found is not None:
-                    self._apply(kind, found.shape, found.periods, -1, found.chips)
-                self._apply(kind, shape, periods, 1, chips)
+            contribution = found.contribution if found is not None else {}
+            fold, contribution = self._recount(
+                kind, found, record, shape, chips, contribution=contribution
+            )
             opened = open_interruption(record)
             if opened is not None and (found is None or found.open != opened):
                 lead = lead_period(opened, obs_attrs)
@@ -263,7 +354,7 @@ class DistributionTally:
                     measure, label, seconds = lead
                     series = SeriesKey(measure, kind, shape, label)
                     self.lead_times.setdefault(series, Histogram()).add(seconds)
-            counted_kind[key] = _Counted(record, obs_attrs, shape, periods, chips, opened)
+            counted_kind[key] = Counted(record, obs_attrs, shape, fold, chips, opened, contribution)
         if len(counted_kind) > len(records):
             for gone in [k for k in counted_kind if k not in records]:
                 del counted_kind[gone]  # retired: its periods stay in the histograms
@@ -287,6 +378,84 @@ class DistributionTally:
             counted_kind[key] = done | {stage for stage, _, _ in new}
         for gone in [k for k in counted_kind if k not in observations]:
             del counted_kind[gone]
+
+    def seed(self, kind: str, key: str, counted: Counted) -> None:
+        """Count ``counted`` (a fold of ``counted.record`` and its contribution, from the
+        persisted summary state) for ``key``, without reading its history. Its ``open`` is
+        left ``None``, so the next ``update`` counts the lead time of an interruption still
+        open, as a start from the history does."""
+        self._add_contribution(kind, counted.shape, counted.contribution, counted.chips)
+        self._counted.setdefault(kind, {})[key] = counted
+
+    def counted(self, kind: str) -> Mapping[str, Counted]:
+        """What each live record of ``kind`` contributes now (for the persisted state)."""
+        return self._counted.get(kind, {})
+
+    def _recount(
+        self,
+        kind: str,
+        found: Counted | None,
+        record: EventRecord,
+        shape: Shape,
+        chips: int,
+        *,
+        contribution: Contribution,
+    ) -> tuple[PeriodFold, Contribution]:
+        """The fold of ``record`` and its contribution, its periods counted in place of
+        ``found``'s."""
+        if (
+            found is not None
+            and found.fold.count == len(found.record)
+            and extends(record, found.record)
+        ):
+            fold = found.fold
+            if found.shape == shape and found.chips == chips:
+                if record is not found.record:
+                    provisioning = fold.provisioning
+                    closed = fold.fold(record)
+                    if fold.provisioning != provisioning:
+                        if provisioning is not None:
+                            self._apply(
+                                kind, shape, (provisioning,), -1, chips, contribution=contribution
+                            )
+                        if fold.provisioning is not None:
+                            self._apply(
+                                kind,
+                                shape,
+                                (fold.provisioning,),
+                                1,
+                                chips,
+                                contribution=contribution,
+                            )
+                    self._apply(kind, shape, closed, 1, chips, contribution=contribution)
+                return fold, contribution
+            # counted under another shape or chip count (rare): every period moves
+            self._take_back(kind, found)
+            fold.fold(record)
+            fresh: Contribution = {}
+            self._apply(kind, shape, record_periods(record), 1, chips, contribution=fresh)
+            return fold, fresh
+        fold = PeriodFold()
+        closed = fold.fold(record)
+        periods = [fold.provisioning, *closed] if fold.provisioning is not None else closed
+        if found is not None:
+            self._take_back(kind, found)
+        fresh = {}
+        self._apply(kind, shape, periods, 1, chips, contribution=fresh)
+        return fold, fresh
+
+    def _take_back(self, kind: str, found: Counted) -> None:
+        """Take ``found``'s periods out of the histograms."""
+        for (measure, label), (part, lost) in found.contribution.items():
+            key = SeriesKey(measure, kind, found.shape, label)
+            histogram = self.histograms[key]
+            for index, count in enumerate(part.counts):
+                histogram.counts[index] -= count
+            histogram.total_s -= part.total_s
+            histogram.count -= part.count
+            if lost[0] and found.chips:
+                chip_key = (kind, found.shape, label)
+                self.chip_seconds[chip_key] = self.chip_seconds.get(chip_key, 0.0) - lost[0]
 
     def add_archived(self, kind: str, record: EventRecord, attrs: Mapping[str, object]) -> None:
         """A retired resource's history (from the archive, at start): counted once."""

@@ -4,58 +4,97 @@ summarized at one ``now``.
 Pure, but for a memo the caller owns: summarizing every resource's whole history every
 cycle would cost O(events in the fleet) per cycle, though only a few records change from
 one cycle to the next. Records are immutable, so what a record's summary owes to its events
-alone (``summarizing.settle``) is kept for as long as the record stays its key's latest;
-each cycle then only adds the running time (``Settled.at(now)``) — the same figures, to the
-nanosecond, as summarizing from scratch.
+alone (``summarizing.settle``) is kept as a fold per resource (``SummaryFold``): a record
+that gained events is folded on by those events only, and each cycle adds the running time
+(``Settled.at(now)``) — the same figures, to the nanosecond, as summarizing from scratch.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from megamon.domain.events import EMPTY_RECORD, EventRecord
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.domain.reports import KindReport, Report, ScheduledJob
 from megamon.domain.summaries import Summary
-from megamon.summary.summarizing import Settled, settle, summary_at
+from megamon.summary.summarizing import Settled, SummaryFold, extends, summary_at
 
 
 class SettledMemo:
-    """The settled part of the summary of each record of the last report, by identity.
+    """The summary fold of each resource of the last report, by kind and key.
 
-    Each report keeps the entries it used and drops the rest, so the memo never holds more
-    than one report's records (which the event log holds anyway).
+    A record that gained events since the last report is folded on from where its fold
+    stopped (``SummaryFold``), so a cycle costs the new events, not the histories; a record
+    that is not an extension of the one folded (a history rebuilt or merged) is folded
+    afresh. Each report keeps the entries it used and drops the rest, so the memo never
+    holds more than one report's resources. ``seed`` hands in folds made elsewhere (the
+    persisted summary state read at start-up).
     """
 
     def __init__(self) -> None:
-        self._entries: dict[int, tuple[EventRecord, Settled]] = {}
+        self._entries: dict[tuple[Kind, str], _Entry] = {}
         self._lock = threading.Lock()
+
+    def seed(self, kind: Kind, key: str, record: EventRecord, fold: SummaryFold) -> None:
+        """Use ``fold`` (of ``record``, or of a record it extends) for ``key``."""
+        with self._lock:
+            self._entries[(kind, key)] = _Entry(record, fold, None)
+
+    def folds(self) -> dict[tuple[Kind, str], tuple[EventRecord, SummaryFold]]:
+        """Every resource's record and fold, as of the last report."""
+        with self._lock:
+            return {k: (e.record, e.fold) for k, e in self._entries.items()}
 
     def summaries(
         self,
-        parts: Iterable[tuple[Mapping[str, Observation], Mapping[str, EventRecord]]],
+        parts: Iterable[tuple[Kind, Mapping[str, Observation], Mapping[str, EventRecord]]],
         now: int,
     ) -> list[dict[str, Summary]]:
-        """For each (observations, records) part: every observed key's summary at ``now``."""
-        with self._lock:
+        """For each (kind, observations, records) part: every observed key's summary at
+        ``now``."""
+        with self._lock:  # held throughout: the folds are updated in place
             previous = self._entries
-        kept: dict[int, tuple[EventRecord, Settled]] = {}
-        result = []
-        for observations, records in parts:
-            summaries: dict[str, Summary] = {}
-            for key in observations:
-                record = records.get(key, EMPTY_RECORD)
-                entry = kept.get(id(record)) or previous.get(id(record))
-                if entry is None or entry[0] is not record:
-                    entry = (record, settle(record))
-                kept[id(record)] = entry
-                summaries[key] = summary_at(record, entry[1], now)
-            result.append(summaries)
-        with self._lock:
+            kept: dict[tuple[Kind, str], _Entry] = {}
+            result = []
+            for kind, observations, records in parts:
+                summaries: dict[str, Summary] = {}
+                for key in observations:
+                    record = records.get(key, EMPTY_RECORD)
+                    entry = previous.get((kind, key))
+                    if entry is None or entry.record is not record or entry.settled is None:
+                        entry = _folded(entry, record)
+                    kept[(kind, key)] = entry
+                    assert entry.settled is not None
+                    summaries[key] = summary_at(record, entry.settled, now)
+                result.append(summaries)
             self._entries = kept
         return result
+
+
+@dataclass(slots=True)
+class _Entry:
+    record: EventRecord
+    fold: SummaryFold
+    settled: Settled | None
+    """``fold.settled()``; ``None`` until first asked for."""
+
+
+def _folded(entry: _Entry | None, record: EventRecord) -> _Entry:
+    """``entry``'s fold taken on to ``record`` when ``record`` extends what it folded, else
+    a fold of ``record`` from its first event."""
+    if (
+        entry is not None
+        and extends(record, entry.record)
+        and entry.fold.count == len(entry.record)
+    ):
+        fold = entry.fold
+    else:
+        fold = SummaryFold()
+    fold.fold(record)
+    return _Entry(record, fold, fold.settled())
 
 
 def build_report(
@@ -75,7 +114,7 @@ def build_report(
     kinds = list(kinds)
     observed = [dict(observations.get(kind, {})) for kind in kinds]
     kind_records = [records.get(kind, {}) for kind in kinds]
-    summaries = memo.summaries(zip(observed, kind_records, strict=True), now)
+    summaries = memo.summaries(zip(kinds, observed, kind_records, strict=True), now)
     # The parts are already-validated models; skip re-validating thousands of them.
     parts = {
         kind: KindReport.model_construct(observations=observations, summaries=kind_summaries)

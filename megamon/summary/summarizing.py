@@ -27,7 +27,7 @@ the longest duration, never an integer that no JSON reader or Prometheus series 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
 from megamon.domain.summaries import EMPTY_SUMMARY, ProvisioningState, Summary
@@ -234,3 +234,171 @@ def anomalies(record: EventRecord) -> list[str]:
         if ts[i] < ts[i - 1]:
             found.append(f"event {i} is earlier than event {i - 1}: that period counts as zero")
     return found
+
+
+@dataclass(slots=True)
+class SummaryFold:
+    """``settle`` as a fold: the summarizer's scan over a record, kept where it stopped, so
+    that a record that gained events costs its new events only (``fold``), not its history.
+
+    ``settle`` stays the definition: ``SummaryFold().fold(record).settled()`` equals
+    ``settle(record)`` to the nanosecond for every record, and folding a record piece by
+    piece (each piece extending the last) gives the same as folding it whole
+    (``test/summary/test_folds.py``). The state is a handful of integers, so it can be kept
+    for every resource and persisted (``summary.foldstate``).
+    """
+
+    count: int = 0
+    """Events folded so far."""
+    first: int = 0
+    """The first event's timestamp."""
+    invalid: bool = False
+    """The first event is up: the history summarizes to zero whatever follows."""
+    transitions: int = 0
+    """Period starts after the first (``len(_period_starts) - 1``)."""
+    provisioned: int = 0
+    begin: int = 0
+    """The open period's first timestamp."""
+    begin_flags: int = 0
+    last: int = 0
+    last_flags: int = 0
+    latest: int = 0
+    """The largest timestamp folded (``settle``'s ``latest``)."""
+    totals: _Totals = field(default_factory=_Totals)
+
+    def fields(self) -> list[int]:
+        """Every field as an integer, in order (the persisted state's layout)."""
+        t = self.totals
+        return [
+            *(self.count, self.first, int(self.invalid), self.transitions, self.provisioned),
+            *(self.begin, self.begin_flags, self.last, self.last_flags, self.latest),
+            *(t.down_time, t.up_time, t.interruptions, t.recoveries),
+            *(t.total_down, t.total_up, t.latest_down, t.latest_up),
+        ]
+
+    @classmethod
+    def from_fields(cls, values: list[int]) -> SummaryFold:
+        """The fold ``fields`` gave."""
+        v = values
+        return cls(
+            count=v[0],
+            first=v[1],
+            invalid=bool(v[2]),
+            transitions=v[3],
+            provisioned=v[4],
+            begin=v[5],
+            begin_flags=v[6],
+            last=v[7],
+            last_flags=v[8],
+            latest=v[9],
+            totals=_Totals(*v[10:18]),
+        )
+
+    def fold(self, record: EventRecord) -> SummaryFold:
+        """Take in the events of ``record`` after the ``count`` already folded (``record``
+        extends the one folded before; the caller checks)."""
+        ts, flags = record.timestamps, record.flags
+        start = self.count
+        if start >= len(ts):
+            return self
+        if start == 0:
+            self.first = self.begin = self.latest = ts[0]
+            self.begin_flags = self.last_flags = flags[0]
+            self.invalid = bool(flags[0] & FLAG_UP)
+            start = 1
+        if self.invalid:  # nothing but the latest timestamp matters any more
+            self.latest = max(self.latest, max(ts[start:], default=self.latest))
+            self.last, self.last_flags, self.count = ts[-1], flags[-1], len(ts)
+            return self
+        t = self.totals
+        latest, begin, begin_flags = self.latest, self.begin, self.begin_flags
+        previous = self.last_flags & FLAG_UP
+        transitions = self.transitions
+        for i in range(start, len(ts)):
+            stamp = ts[i]
+            latest = max(latest, stamp)
+            state = flags[i] & FLAG_UP
+            if state == previous:
+                continue
+            previous = state
+            if transitions == 0:
+                self.provisioned = elapsed(self.first, stamp)
+                t.down_time = self.provisioned
+            else:  # the period begun at ``begin`` ended (``_closed_periods``)
+                length = elapsed(begin, stamp)
+                if state:
+                    t.down_time = add(t.down_time, length)
+                    t.total_down = add(t.total_down, length)
+                    t.latest_down = length
+                    if not begin_flags & FLAG_EXPECTED_DOWN:
+                        t.recoveries += 1
+                else:
+                    t.up_time = add(t.up_time, length)
+                    t.total_up = add(t.total_up, length)
+                    t.latest_up = length
+                    if not flags[i] & FLAG_EXPECTED_DOWN:
+                        t.interruptions += 1
+            transitions += 1
+            begin, begin_flags = stamp, flags[i]
+        self.transitions = transitions
+        self.latest, self.begin, self.begin_flags = latest, begin, begin_flags
+        self.last, self.last_flags = ts[-1], flags[-1]
+        self.count = len(ts)
+        return self
+
+    def settled(self) -> Settled:
+        """``settle`` of the events folded so far."""
+        if not self.count:
+            return _NOTHING_SETTLED
+        if self.invalid:
+            return replace(_NOTHING_SETTLED, latest=self.latest)
+        if not self.transitions:
+            so_far = elapsed(self.first, self.last)
+            if self.last_flags & FLAG_FAILED:
+                base = Summary(
+                    provisioning_duration=so_far, provisioning_state=ProvisioningState.FAILED
+                )
+                return Settled(base, open_before_last=so_far, last=self.last, latest=self.latest)
+            base = Summary(provisioning_state=ProvisioningState.PROVISIONING)
+            return Settled(
+                base,
+                open_before_last=so_far,
+                last=self.last,
+                provisioning_since=self.first,
+                latest=self.latest,
+            )
+        t = self.totals
+        total_down, total_up = saturated(t.total_down), saturated(t.total_up)
+        base = Summary(
+            down_time_initial=self.provisioned,
+            interruption_count=t.interruptions,
+            recovery_count=t.recoveries,
+            down_time=saturated(t.down_time),
+            up_time=saturated(t.up_time),
+            total_down_time_between_recovery=total_down,
+            total_up_time_between_interruption=total_up if t.interruptions else 0,
+            latest_down_time_between_recovery=saturated(t.latest_down),
+            latest_up_time_between_interruption=saturated(t.latest_up),
+            mean_down_time_between_recovery=total_down // t.recoveries if t.recoveries else 0,
+            mean_up_time_between_interruption=total_up // t.interruptions if t.interruptions else 0,
+            provisioning_duration=self.provisioned,
+            provisioning_state=ProvisioningState.SUCCESS,
+        )
+        return Settled(
+            base,
+            open_up=bool(self.begin_flags & FLAG_UP),
+            open_before_last=elapsed(self.begin, self.last),
+            last=self.last,
+            latest=self.latest,
+        )
+
+
+def extends(record: EventRecord, before: EventRecord) -> bool:
+    """Whether ``record`` is ``before`` with events added at the end (what appending makes):
+    a fold of ``before`` can then take in just the new ones. Two C-level comparisons."""
+    n = len(before.timestamps)
+    return (
+        len(record.timestamps) >= n
+        and record.flags[:n] == before.flags
+        and record.timestamps[:n] == before.timestamps
+    )

@@ -26,9 +26,9 @@ from megamon.sources.kube.cluster import StaticCluster
 from megamon.sources.kube.projections import jobset_view, node_view
 from megamon.sources.kube.snapshot import ClusterSnapshot
 from megamon.stores.memory import MemoryEventStore, MemoryObjects
-from megamon.summary import chiptally
-from megamon.summary import report as report_module
 from megamon.summary.assembly import ReportAssembly
+from megamon.summary.chiptally import AvailabilityFold
+from megamon.summary.summarizing import SummaryFold
 from megamon.telemetry import Instruments
 
 S = 10**9
@@ -299,21 +299,21 @@ def test_an_unchanged_cycle_builds_no_new_observation_record_or_summary(
     while nothing changes, so the next cycle reuses every observation, appends nothing and
     settles no summary or chip figure again (it only adds the running time)."""
     settled: list[EventRecord] = []
-    real_settle = report_module.settle
+    real_settle = SummaryFold.fold
 
-    def counting(record: EventRecord) -> Any:
+    def counting(self: SummaryFold, record: EventRecord) -> Any:
         settled.append(record)
-        return real_settle(record)
+        return real_settle(self, record)
 
-    monkeypatch.setattr(report_module, "settle", counting)
+    monkeypatch.setattr(SummaryFold, "fold", counting)
     figured: list[object] = []
-    real_figures = chiptally.resource_availability
+    real_figures = AvailabilityFold.fold
 
-    def figuring(resource: Any, window: Any) -> Any:
-        figured.append(resource)
-        return real_figures(resource, window)
+    def figuring(self: AvailabilityFold, record: EventRecord, gaps: Any) -> Any:
+        figured.append(record)
+        return real_figures(self, record, gaps)
 
-    monkeypatch.setattr(chiptally, "resource_availability", figuring)
+    monkeypatch.setattr(AvailabilityFold, "fold", figuring)
     aggregator, parts = make()
     assert aggregator.poll_once()
     first = aggregator.aggregate_once()

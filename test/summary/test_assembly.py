@@ -5,7 +5,6 @@ the real event log writes into the memory store."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import pytest
 
@@ -17,8 +16,8 @@ from megamon.domain.reports import Report
 from megamon.errors import StoreError
 from megamon.recording.eventlog import UNOBSERVED_SLACK_NS, EventLog
 from megamon.stores.memory import MemoryEventStore
-from megamon.summary import report as report_module
 from megamon.summary.assembly import ReportAssembly
+from megamon.summary.summarizing import SummaryFold
 
 S = 10**9
 H = 3600 * S
@@ -176,22 +175,28 @@ def test_a_retirement_the_records_still_hold_live_waits_for_the_next_report() ->
 
 
 def test_an_unchanged_report_settles_no_summary_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    settled: list[EventRecord] = []
-    real = report_module.settle
+    """An unchanged record is not folded again; a record that gained events folds only
+    those."""
+    folded: list[int] = []
+    real = SummaryFold.fold
 
-    def counting(record: EventRecord) -> Any:
-        settled.append(record)
-        return real(record)
+    def counting(self: SummaryFold, record: EventRecord) -> SummaryFold:
+        folded.append(len(record) - self.count)
+        return real(self, record)
 
-    monkeypatch.setattr(report_module, "settle", counting)
+    monkeypatch.setattr(SummaryFold, "fold", counting)
     history = History()
     interrupted_and_retired(history)
     first = history.report(T0 + 5 * H)
-    count = len(settled)
+    count = len(folded)
     second = history.report(T0 + 6 * H)
-    assert count == 1 and len(settled) == count
+    assert count == 1 and len(folded) == count
     np = second.kind(Kind.NODEPOOL).summaries["np"]
     assert np.up_time == first.kind(Kind.NODEPOOL).summaries["np"].up_time + H
+    history.record(T0 + 7 * H, {"np": DOWN})
+    third = history.report(T0 + 8 * H)
+    assert folded[count:] == [1]
+    assert third.kind(Kind.NODEPOOL).summaries["np"].interruption_count == 1
 
 
 def test_a_resource_another_leader_retired_is_counted_once_this_one_leads_again() -> None:
