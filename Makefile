@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check
 
-.PHONY: demo test floor unit chaos reliability lint typecheck bench bench-fleet images bigquery-views clean
+.PHONY: demo test faults floor unit chaos reliability lint typecheck bench bench-fleet images bigquery-views clean
 
 # Installs go through uv (from PyPI, into the venv) when it can be had: the same packages from
 # the same index as pip, downloaded in parallel and linked from a shared cache, so a warm
@@ -34,14 +34,20 @@ $(DEMO_STAMP): $(BIN)/python pyproject.toml
 demo: $(DEMO_STAMP)
 	$(BIN)/python -m internal.demo $(if $(KEEP),--keep)
 
+## test: create .venv if needed, install megamon with its test extra, lint, type-check and run
+## the unit and integration tests (the fault suite is `make faults`; CI runs both).
+test: $(STAMP) lint typecheck
+	$(BIN)/pytest --ignore=test/integration/faults
+	$(MAKE) --no-print-directory floor
+
 # The fault suite runs its scenarios one at a time: each compares a real megamon's history with
 # a clean run's, transition for transition, and two scenarios side by side on a 2-core machine
 # leave megamon too little CPU to see the scenario's 3-second states (the clean run missed them).
-## test: create .venv if needed, install megamon with its test extra, lint, type-check and run every test.
-test: $(STAMP) lint typecheck
-	$(BIN)/pytest --ignore=test/integration/faults
+# One at a time it takes about 9 minutes, so it is a target of its own rather than part of the
+# developer's `make test` loop.
+## faults: the fault suite (a real megamon against the emulators, once per fault), one scenario at a time.
+faults: $(STAMP)
 	$(BIN)/pytest test/integration/faults
-	$(MAKE) --no-print-directory floor
 
 ## floor: the exposition tests against the oldest prometheus-client pyproject.toml allows.
 PROMETHEUS_CLIENT_FLOOR = $(shell sed -n 's/.*"prometheus-client>=\([0-9.]*\)".*/\1/p' pyproject.toml)

@@ -13,7 +13,7 @@ from pathlib import Path
 HEAD = """# Reliability
 
 megamon's numbers feed reliability reviews, so a restart, a flaky bucket or an API outage
-must not change them. The fault suite (`test/integration/faults/`, part of `make test`, one
+must not change them. The fault suite (`test/integration/faults/`, `make faults` and CI, one
 scenario at a time; longer stalls with `make chaos`) plays one scripted fleet scenario — a node pool
 provisioning and coming up, a node going NotReady and back, a JobSet becoming ready then
 failing, a node pool created in GKE `ERROR` — once without faults and once per fault, with
