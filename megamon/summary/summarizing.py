@@ -156,20 +156,11 @@ def settle(record: EventRecord) -> Settled:
     return replace(settled, latest=max(ts)) if ts else settled
 
 
-def _settle(record: EventRecord) -> Settled:
-    ts, flags = record.timestamps, record.flags
-    if not ts or flags[0] & FLAG_UP:
-        return _NOTHING_SETTLED
-    starts = _period_starts(flags)
-    if len(starts) == 1:
-        return _never_up(ts, flags)
-
-    provisioned = elapsed(ts[0], ts[starts[1]])
-    t = _Totals(down_time=provisioned)
-    _closed_periods(ts, flags, starts, t)
-    open_begin = starts[-1]
+def _settled_base(provisioned: int, t: _Totals) -> Summary:
+    """The Go summary of a resource that came up, from its closed periods' totals: one
+    definition for the batch summarizer and its fold."""
     total_down, total_up = saturated(t.total_down), saturated(t.total_up)
-    base = Summary(
+    return Summary(
         down_time_initial=provisioned,
         interruption_count=t.interruptions,
         recovery_count=t.recoveries,
@@ -184,6 +175,21 @@ def _settle(record: EventRecord) -> Settled:
         provisioning_duration=provisioned,
         provisioning_state=ProvisioningState.SUCCESS,
     )
+
+
+def _settle(record: EventRecord) -> Settled:
+    ts, flags = record.timestamps, record.flags
+    if not ts or flags[0] & FLAG_UP:
+        return _NOTHING_SETTLED
+    starts = _period_starts(flags)
+    if len(starts) == 1:
+        return _never_up(ts, flags)
+
+    provisioned = elapsed(ts[0], ts[starts[1]])
+    t = _Totals(down_time=provisioned)
+    _closed_periods(ts, flags, starts, t)
+    open_begin = starts[-1]
+    base = _settled_base(provisioned, t)
     return Settled(
         base,
         open_up=bool(flags[open_begin] & FLAG_UP),
@@ -367,23 +373,7 @@ class SummaryFold:
                 provisioning_since=self.first,
                 latest=self.latest,
             )
-        t = self.totals
-        total_down, total_up = saturated(t.total_down), saturated(t.total_up)
-        base = Summary(
-            down_time_initial=self.provisioned,
-            interruption_count=t.interruptions,
-            recovery_count=t.recoveries,
-            down_time=saturated(t.down_time),
-            up_time=saturated(t.up_time),
-            total_down_time_between_recovery=total_down,
-            total_up_time_between_interruption=total_up if t.interruptions else 0,
-            latest_down_time_between_recovery=saturated(t.latest_down),
-            latest_up_time_between_interruption=saturated(t.latest_up),
-            mean_down_time_between_recovery=total_down // t.recoveries if t.recoveries else 0,
-            mean_up_time_between_interruption=total_up // t.interruptions if t.interruptions else 0,
-            provisioning_duration=self.provisioned,
-            provisioning_state=ProvisioningState.SUCCESS,
-        )
+        base = _settled_base(self.provisioned, self.totals)
         return Settled(
             base,
             open_up=bool(self.begin_flags & FLAG_UP),
