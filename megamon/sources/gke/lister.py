@@ -19,7 +19,6 @@ import time
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-import requests
 from google.api_core import exceptions as api_exceptions
 from google.api_core import retry as api_retry
 from google.auth.credentials import AnonymousCredentials
@@ -29,6 +28,7 @@ from megamon.domain.kinds import Kind
 from megamon.domain.labels import GKE_ACCELERATOR_TYPE
 from megamon.domain.rejections import REASON_UNEXPECTED
 from megamon.errors import SourceError
+from megamon.sources.gke.calls import FAILURES, RETRYABLE
 from megamon.sources.gke.policies import WorkloadPolicies
 from megamon.sources.gke.views import NodePoolView
 from megamon.telemetry import METHOD_LIST_NODE_POOLS, Instruments
@@ -39,17 +39,6 @@ DEFAULT_DEADLINE = 15.0
 """Short: the polling loop asks again every interval, and a long retry inside one call would
 only delay seeing the next change of a node pool."""
 MAX_BACKOFF = 2.0
-
-_RETRYABLE = api_retry.if_exception_type(
-    api_exceptions.ServiceUnavailable,
-    api_exceptions.TooManyRequests,
-    api_exceptions.InternalServerError,
-    api_exceptions.BadGateway,
-    api_exceptions.GatewayTimeout,
-    requests.exceptions.ConnectionError,
-    requests.exceptions.Timeout,
-)
-_FAILURES = (api_exceptions.GoogleAPIError, requests.exceptions.RequestException)
 
 
 log = logging.getLogger(__name__)
@@ -118,7 +107,7 @@ class GkeNodePoolLister:
         self._unreadable: set[str] = set()
         self._timeout = timeout
         self._retry = api_retry.Retry(
-            predicate=_RETRYABLE, initial=initial_backoff, maximum=MAX_BACKOFF, timeout=deadline
+            predicate=RETRYABLE, initial=initial_backoff, maximum=MAX_BACKOFF, timeout=deadline
         )
 
     def list_node_pools(self) -> list[NodePoolView]:
@@ -131,7 +120,7 @@ class GkeNodePoolLister:
             failed = False
         except api_exceptions.RetryError as err:
             raise SourceError(f"GKE ListNodePools {self._ref}: gave up: {err.cause}") from err
-        except _FAILURES as err:
+        except FAILURES as err:
             raise SourceError(f"GKE ListNodePools {self._ref}: {err}") from err
         finally:
             elapsed = time.perf_counter() - start

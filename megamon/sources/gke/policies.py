@@ -30,7 +30,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-import requests
 from google.api_core import exceptions as api_exceptions
 from google.api_core import retry as api_retry
 from google.auth import exceptions as auth_exceptions
@@ -38,6 +37,7 @@ from google.auth.credentials import AnonymousCredentials
 from google.cloud import compute_v1
 
 from megamon.errors import SourceError
+from megamon.sources.gke.calls import FAILURES, RETRYABLE
 from megamon.telemetry import METHOD_GET_RESOURCE_POLICY, Instruments
 
 DEFAULT_TIMEOUT = 10.0
@@ -45,16 +45,6 @@ DEFAULT_DEADLINE = 10.0
 DEFAULT_RETRY_AFTER = 60.0
 """Seconds before a policy whose read failed is asked again."""
 
-_RETRYABLE = api_retry.if_exception_type(
-    api_exceptions.ServiceUnavailable,
-    api_exceptions.TooManyRequests,
-    api_exceptions.InternalServerError,
-    api_exceptions.BadGateway,
-    api_exceptions.GatewayTimeout,
-    requests.exceptions.ConnectionError,
-    requests.exceptions.Timeout,
-)
-_FAILURES = (api_exceptions.GoogleAPIError, requests.exceptions.RequestException)
 _POLICY_PATH = re.compile(
     r"(?:^|/)projects/(?P<project>[^/]+)/regions/(?P<region>[^/]+)/resourcePolicies/(?P<name>[^/]+)$"
 )
@@ -141,7 +131,7 @@ class ComputeWorkloadPolicies:
         self._instruments = instruments or Instruments.unregistered()
         self._timeout = timeout
         self._retry = api_retry.Retry(
-            predicate=_RETRYABLE, initial=initial_backoff, maximum=2.0, timeout=deadline
+            predicate=RETRYABLE, initial=initial_backoff, maximum=2.0, timeout=deadline
         )
         self._retry_after = retry_after
         self._clock = clock
@@ -192,7 +182,7 @@ class ComputeWorkloadPolicies:
             failed = False
         except api_exceptions.RetryError as err:
             raise SourceError(f"Compute GetResourcePolicy {ref}: gave up: {err.cause}") from err
-        except _FAILURES as err:
+        except FAILURES as err:
             raise SourceError(f"Compute GetResourcePolicy {ref}: {err}") from err
         finally:
             elapsed = time.perf_counter() - start
