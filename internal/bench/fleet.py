@@ -167,6 +167,8 @@ def run_size(size: fleet_objects.Size, args: argparse.Namespace) -> SizeResult:
         if not args.skip_tuned:
             print(f"[{size.name}] (c-e) again, with the recommended GC settings ...", flush=True)
             tuned = [*cycle_args, *RECOMMENDED_GC]
+            if args.profile:
+                tuned += ["--profile", f"{args.profile}.{size.name}"]
             result.tuned = probe("cycles", tuned, timeout=args.timeout * 4)
     return result
 
@@ -460,6 +462,12 @@ def main(argv: list[str] | None = None) -> int:
         help='also measure /metrics with the series budget "PerResourceSeries": []',
     )
     parser.add_argument("--json", type=Path, help="also write every figure here")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="write pyinstrument profiles of the start-up, the first and the last cycle of "
+        "the cycles probe with the recommended GC settings to PROFILE.<size>.<phase>.txt",
+    )
     parser.add_argument("--write-docs", action="store_true", help="update docs/performance.md")
     args = parser.parse_args(argv)
     names = {"all": list(fleet_objects.SIZES), "huge": ["L", "L+huge"]}.get(args.size, [args.size])

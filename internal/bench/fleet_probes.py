@@ -329,7 +329,11 @@ def probe_cycles(args: argparse.Namespace) -> dict[str, Any]:
         on_retired=assembly.retired,
         on_snapshot=assembly.snapshotted,
     )
+    profiler = _profiler(args.profile)
+    if profiler is not None:
+        profiler.start()
     _, startup_wall, startup_cpu = _timed(lambda: event_log.load(KINDS))
+    _write_profile(profiler, args.profile, "startup")
     startup_rss = peak_rss_mb()
     aggregator = Aggregator(
         event_log=event_log,
@@ -355,21 +359,19 @@ def probe_cycles(args: argparse.Namespace) -> dict[str, Any]:
     registry.register(LeaderOnly(own, lambda: True))
 
     collections = _CollectionTimes()
-    profiler = _profiler(args.profile)
     cycles: list[dict[str, Any]] = []
     for cycle in range(args.cycles + 1):
         clock["now"] += CYCLE_NS
         view.current = StaticCluster(_flip(base, orders, cycle, clock["now"]))
         collections.take()
-        if profiler is not None and cycle == args.cycles:
+        profiled = cycle in (0, args.cycles)
+        profiler = _profiler(args.profile) if profiled else None
+        if profiler is not None:
             profiler.start()
         figures = _cycle(aggregator, registry, backend)
-        if profiler is not None and cycle == args.cycles:
-            profiler.stop()
+        _write_profile(profiler, args.profile, "first" if cycle == 0 else "last")
         figures["full_collections"], figures["full_collection_s"] = collections.take()
         cycles.append(figures)
-    if profiler is not None:
-        Path(args.profile).write_text(profiler.output_text(unicode=False, color=False))
     peak = peak_rss_mb()  # before prometheus_client's own render, which is not megamon's
     checked = _check_huge(size, base, view, aggregator, clock) if size.huge else []
     reference = _compare_with_reference(registry) if args.reference else {}
@@ -500,6 +502,14 @@ def _profiler(path: str | None) -> Any:
     return Profiler(interval=0.001)
 
 
+def _write_profile(profiler: Any, prefix: str | None, phase: str) -> None:
+    """Stop ``profiler`` and write what it saw to ``<prefix>.<phase>.txt``."""
+    if profiler is None or prefix is None:
+        return
+    profiler.stop()
+    Path(f"{prefix}.{phase}.txt").write_text(profiler.output_text(unicode=False, color=False))
+
+
 PROBES: Mapping[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     "sync": probe_sync,
     "list": probe_list,
@@ -521,7 +531,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--reference", action="store_true", help="also render with prometheus_client"
     )
-    parser.add_argument("--profile", help="write a pyinstrument profile of the last cycle here")
+    parser.add_argument(
+        "--profile",
+        help="write pyinstrument profiles of the start-up, the first and the last cycle to "
+        "PROFILE.startup.txt, PROFILE.first.txt and PROFILE.last.txt",
+    )
     parser.add_argument(
         "--gc-threshold", help="gc.set_threshold(...) after the sync, e.g. 700,10,100"
     )

@@ -13,8 +13,10 @@ writer's spelling, a damaged file), which the caller then reads with the general
 from __future__ import annotations
 
 import re
-from operator import methodcaller
+from operator import attrgetter
+from typing import Any
 
+import msgspec
 import orjson
 
 from megamon.domain import timestamps
@@ -26,68 +28,77 @@ from megamon.domain.events import (
     reason_bits,
 )
 
-_UP, _TS = methodcaller("get", "up"), methodcaller("get", "ts")
 _RECORD = re.compile(rb'"((?:[^"\\]|\\.)*)":\{"upEvents":\[([^\]]*)\]\}(,|\}\Z)', re.DOTALL)
 
 
-def _events(body: bytes, cache: dict[str, int]) -> EventRecord | None:
-    """One record's events, parsed as one small list (not the whole file at once).
+class _Event(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """One event as megamon and the Go megamon write it. msgspec checks each field's type
+    while parsing, in C, so no Python statement runs per event; the struct is closed, so an
+    event with a key neither writes sends the file to the general decoder."""
 
-    Column by column: the state and timestamp of every event in one pass each (a history of
-    a million events is read at start-up, so no Python statement runs per event that need
-    not), then the few events with more than the two keys (expected, failed, a reason)."""
+    up: bool
+    ts: str
+    ed: bool = False
+    f: bool = False
+    reason: Any = None  # megamon's; anything but a known reason is ignored
+
+
+_DECODE_EVENTS = msgspec.json.Decoder(list[_Event]).decode
+_UP, _TS = attrgetter("up"), attrgetter("ts")
+_PLAIN_QUOTES = 6
+"""The quotes of an event with only ``up`` and ``ts``: two keys and the timestamp's text (which
+holds none). Each other key adds two and a reason two more, so a record whose text holds six
+per event has no annotated event, and its flags are its ``up`` column alone."""
+
+
+def _events(body: bytes, cache: dict[str, int]) -> EventRecord | None:
+    """One record's events, decoded on their own (not the whole file at once).
+
+    Column by column: the timestamp and the state of every event in one C-level pass each (a
+    history of millions of events is read at start-up); only a record whose text holds more
+    than its plain events' quotes has its events' annotations read one by one."""
     try:
-        events = orjson.loads(b"[" + body + b"]")
-    except orjson.JSONDecodeError:
+        events = _DECODE_EVENTS(b"[" + body + b"]")
+    except msgspec.DecodeError:
         return None
     if not events:
         return EMPTY_RECORD
-    if set(map(type, events)) != {dict}:
+    cached = tuple(map(cache.get, map(_TS, events)))
+    ts = cached if None not in cached else _parsed(events, cache)
+    if ts is None:
         return None
-    ups = list(map(_UP, events))
-    texts = list(map(_TS, events))
-    if set(map(type, ups)) != {bool} or set(map(type, texts)) != {str}:
-        return None
-    ts = list(map(cache.get, texts))
-    if None in ts and not _parse_missing(ts, texts, cache):
-        return None
-    flags = bytearray(ups)  # True is FLAG_UP
-    sizes = list(map(len, events))
-    if sizes.count(2) != len(sizes):
-        for i, size in enumerate(sizes):
-            if size != 2 and not _annotate(events[i], size, flags, i):
-                return None
-    return EventRecord.trusted(tuple(ts), bytes(flags))  # type: ignore[arg-type]
+    if body.count(b'"') == _PLAIN_QUOTES * len(events):
+        flags = bytes(map(_UP, events))  # True is FLAG_UP
+    else:
+        flags = bytes(event.up | _annotation(event) for event in events)
+    return EventRecord.trusted(ts, flags)  # type: ignore[arg-type]
 
 
-def _parse_missing(ts: list[int | None], texts: list[str], cache: dict[str, int]) -> bool:
-    """Parse the timestamps the cache did not hold; ``False`` when one is malformed."""
-    for i, value in enumerate(ts):
+def _parsed(events: list[_Event], cache: dict[str, int]) -> tuple[int, ...] | None:
+    """Every event's timestamp, parsing those the cache does not hold; ``None`` when one is
+    malformed."""
+    ts = []
+    for event in events:
+        value = cache.get(event.ts)
         if value is None:
-            text = texts[i]
             try:
-                ts[i] = cache[text] = timestamps.parse(text)
+                value = cache[event.ts] = timestamps.parse(event.ts)
             except timestamps.TimestampError:
-                return False
-    return True
+                return None
+        ts.append(value)
+    return tuple(ts)
 
 
-def _annotate(event: dict[str, object], size: int, flags: bytearray, i: int) -> bool:
-    """Add an event's expected, failed and reason flags; ``False`` when it is malformed."""
-    if size > 5:
-        return False
-    ed, failed = event.get("ed", False), event.get("f", False)
-    if (ed is not True and ed is not False) or (failed is not True and failed is not False):
-        return False
-    reason = event.get("reason")  # megamon's; anything but a known reason is ignored
-    up = flags[i]
-    flags[i] = (
-        up
-        | (FLAG_EXPECTED_DOWN if ed else 0)
-        | (FLAG_FAILED if failed else 0)
-        | (reason_bits(reason) if type(reason) is str and not up else 0)
+def _annotation(event: _Event) -> int:
+    """An event's expected, failed and reason flags (a reason only on a down event)."""
+    reason = event.reason
+    if reason is None and not event.ed and not event.f:
+        return 0
+    return (
+        (FLAG_EXPECTED_DOWN if event.ed else 0)
+        | (FLAG_FAILED if event.f else 0)
+        | (reason_bits(reason) if type(reason) is str and not event.up else 0)
     )
-    return True
 
 
 def scan_event_file(data: bytes) -> dict[str, EventRecord] | None:

@@ -21,7 +21,8 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from urllib.parse import quote, unquote
 
 from megamon.codec import history as codec
@@ -37,6 +38,25 @@ from megamon.telemetry import Instruments
 log = logging.getLogger(__name__)
 
 ARCHIVE_DIR = "archive"
+_DIGEST_APART_BYTES = 1 << 20
+"""From this size on, a file's digest is taken on a thread of its own while it is parsed."""
+
+
+@contextlib.contextmanager
+def _digest_beside(data: bytes) -> Iterator[Future[str]]:
+    """The digest of ``data``, taken beside the caller's work. hashlib lets go of the GIL on
+    large buffers, so on a snapshot of hundreds of megabytes the digest (about a second at
+    65,000 nodes with a year of history) runs on another core while the file is parsed,
+    instead of before it."""
+    if len(data) < _DIGEST_APART_BYTES:
+        done: Future[str] = Future()
+        done.set_result(codec.file_digest(data))
+        yield done
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshot-digest") as pool:
+        yield pool.submit(codec.file_digest, data)
+
+
 _READ_ATTEMPTS = 3
 
 
@@ -119,18 +139,18 @@ class ObjectEventStore:
         return Snapshot(last_seen.records, None)
 
     def _decode(self, kind: Kind, name: str, data: bytes, generation: int) -> Snapshot:
-        digest = codec.file_digest(data)
-        scanned = scan_event_file(data)  # the canonical layout, without a document in memory
-        if scanned is not None:
-            return Snapshot(scanned, str(generation), digest)
-        try:
-            records = codec.decode_event_file(data, self._backend.describe(name))
-        except EventFileError as err:
-            if self._read_only:
-                raise
-            self._quarantine(kind, name, generation, err)
-            return Snapshot({}, str(generation), digest)
-        return Snapshot(records, str(generation), digest)
+        with _digest_beside(data) as digest:
+            scanned = scan_event_file(data)  # the canonical layout, without a document in memory
+            if scanned is not None:
+                return Snapshot(scanned, str(generation), digest.result())
+            try:
+                records = codec.decode_event_file(data, self._backend.describe(name))
+            except EventFileError as err:
+                if self._read_only:
+                    raise
+                self._quarantine(kind, name, generation, err)
+                return Snapshot({}, str(generation), digest.result())
+            return Snapshot(records, str(generation), digest.result())
 
     def _quarantine(self, kind: Kind, name: str, generation: int, err: EventFileError) -> None:
         aside = f"{name}.corrupt-{timestamps.format_ns(self._clock())}"

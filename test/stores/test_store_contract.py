@@ -158,6 +158,26 @@ def test_a_go_written_history_is_read_and_written_back_unchanged(harness: Harnes
     assert harness.get_raw("node-pools.json") == GO_WRITTEN
 
 
+@pytest.mark.parametrize("spacing", [b"", b" "], ids=["canonical", "general-decoder"])
+def test_a_large_snapshot_is_read_with_the_digest_of_its_bytes(
+    harness: Harness, spacing: bytes
+) -> None:
+    """A snapshot of megabytes has its digest taken beside the parsing: the digest is still
+    that of the bytes stored, whichever decoder reads them (a mark compares it)."""
+    events = b",".join(
+        b'{"up":%s,"ts":"2026-05-%02dT%02d:00:00Z"}' % (b"true" if i % 2 else b"false", d, h)
+        for i, (d, h) in enumerate((d, h) for d in range(1, 29) for h in range(24))
+    )
+    record = b'{"upEvents":[' + events + b"]}"
+    data = b"{" + (b"," + spacing).join(b'"np-%d":%s' % (i, record) for i in range(60)) + b"}"
+    assert len(data) > 1 << 20
+    harness.put_raw("node-pools.json", data)
+    snapshot = harness.store().read(Kind.NODEPOOL)
+    assert snapshot.digest == codec.file_digest(data)
+    assert snapshot.records == codec.decode_event_file(data, "x")
+    assert len(snapshot.records["np-59"]) == 28 * 24
+
+
 def test_taking_over_a_go_history_appends_without_loss(harness: Harness) -> None:
     harness.put_raw("node-pools.json", GO_WRITTEN)
     log = EventLog(harness.store(), [Kind.NODEPOOL])
