@@ -74,6 +74,8 @@ class SizeResult:
     """The cycles with the series budget ``"PerResourceSeries": []`` (``--fleet-only``)."""
     by_history: dict[int, dict[str, Any]] = field(default_factory=dict)
     """The cycles again per history length (``--histories``), on the same emulators."""
+    by_history_tuned: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """The same with ``RECOMMENDED_GC`` (unless ``--skip-tuned``)."""
 
 
 @contextmanager
@@ -164,6 +166,11 @@ def run_size(size: fleet_objects.Size, args: argparse.Namespace) -> SizeResult:
             again = [*common, "--gke", server["gke"], "--cycles", str(args.cycles)]
             again += ["--history", str(events)]
             result.by_history[events] = probe("cycles", again, timeout=args.timeout * 4)
+            if not args.skip_tuned:
+                print(f"[{size.name}] ... and with the recommended GC settings ...", flush=True)
+                result.by_history_tuned[events] = probe(
+                    "cycles", [*again, *RECOMMENDED_GC], timeout=args.timeout * 4
+                )
         if not args.skip_tuned:
             print(f"[{size.name}] (c-e) again, with the recommended GC settings ...", flush=True)
             tuned = [*cycle_args, *RECOMMENDED_GC]
@@ -404,32 +411,42 @@ def history_table(results: Sequence[SizeResult]) -> str:
     if not rows:
         return ""
     labels = [label for label, _, _ in _BY_HISTORY]
-    lines = ["| size | events per resource | " + " | ".join(labels) + " |"]
-    lines.append("|---|---:" + "|---:" * len(labels) + "|")
+    lines = ["| size | GC settings | events per resource | " + " | ".join(labels) + " |"]
+    lines.append("|---|---|---:" + "|---:" * len(labels) + "|")
     for r in rows:
-        lengths = sorted(r.by_history)
-        for events in lengths:
-            figures = r.by_history[events]
-            cells = []
-            for _, unit, get in _BY_HISTORY:
-                value = None if "gave_up" in figures else get(figures)
-                cells.append(
-                    "—"
-                    if value is None
-                    else f"{value:,.2f} {unit}"
-                    if unit == "s"
-                    else f"{value:,.0f} {unit}"
-                )
-            lines.append(f"| {r.size.name} | {events:,} | " + " | ".join(cells) + " |")
-        short, long = r.by_history[lengths[0]], r.by_history[lengths[-1]]
-        ratios = []
-        for _, _, get in _BY_HISTORY:
-            a, b = get(short), get(long)
-            ratios.append(f"{b / a:.2f}×" if a and b else "—")
-        lines.append(
-            f"| {r.size.name} | {lengths[-1]:,} / {lengths[0]:,} | " + " | ".join(ratios) + " |"
-        )
+        for gc_settings, by_history in (
+            ("default", r.by_history),
+            ("recommended", r.by_history_tuned),
+        ):
+            if by_history:
+                lines += _history_rows(f"{r.size.name} | {gc_settings}", by_history)
     return "\n".join(lines)
+
+
+def _history_rows(head: str, by_history: dict[int, dict[str, Any]]) -> list[str]:
+    """A row per history length, then the ratio of the longest to the shortest."""
+    lines = []
+    lengths = sorted(by_history)
+    for events in lengths:
+        figures = by_history[events]
+        cells = []
+        for _, unit, get in _BY_HISTORY:
+            value = None if "gave_up" in figures else get(figures)
+            cells.append(
+                "—"
+                if value is None
+                else f"{value:,.2f} {unit}"
+                if unit == "s"
+                else f"{value:,.0f} {unit}"
+            )
+        lines.append(f"| {head} | {events:,} | " + " | ".join(cells) + " |")
+    short, long = by_history[lengths[0]], by_history[lengths[-1]]
+    ratios = []
+    for _, _, get in _BY_HISTORY:
+        a, b = get(short), get(long)
+        ratios.append(f"{b / a:.2f}×" if a and b else "—")
+    lines.append(f"| {head} | {lengths[-1]:,} / {lengths[0]:,} | " + " | ".join(ratios) + " |")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -498,6 +515,7 @@ def main(argv: list[str] | None = None) -> int:
                         "cycles_gc_tuned": r.tuned,
                         "cycles_fleet_only": r.fleet_only,
                         "cycles_by_history": r.by_history,
+                        "cycles_by_history_gc_tuned": r.by_history_tuned,
                     }
                     for r in results
                 },

@@ -111,3 +111,26 @@ def test_the_regular_pools_of_l_churn_alike_with_or_without_the_huge_slices() ->
     for cycle in (1, 2, 5):
         assert fleet_objects.flipped(huge[0], cycle) == fleet_objects.flipped(plain[0], cycle)
         assert len(fleet_objects.flipped(huge[1], cycle)) == 38
+
+
+def test_the_history_table_gives_each_gc_setting_its_rows_and_ratio() -> None:
+    """``--histories`` measured with both collector settings: a row per history length and
+    setting, and each setting's ratio from the shortest history to the longest."""
+
+    def figures(startup: float, cycle: float) -> dict[str, float]:
+        return {"startup_wall_s": startup, "cycle_cpu_s": cycle, "peak_rss_mb": 500.0}
+
+    result = fleet.SizeResult(fleet_objects.SIZES["M"], {})
+    result.by_history = {20: figures(1.0, 0.4), 1000: figures(3.0, 0.5)}
+    result.by_history_tuned = {20: figures(1.0, 0.2), 1000: figures(2.0, 0.3)}
+    rows = fleet.history_table([result]).splitlines()[2:]
+    assert [row.split(" | ")[:3] for row in rows] == [
+        ["| M", "default", "20"],
+        ["| M", "default", "1,000"],
+        ["| M", "default", "1,000 / 20"],
+        ["| M", "recommended", "20"],
+        ["| M", "recommended", "1,000"],
+        ["| M", "recommended", "1,000 / 20"],
+    ]
+    assert rows[2].split(" | ")[3] == "3.00×" and rows[2].split(" | ")[6] == "1.25×"
+    assert rows[5].split(" | ")[3] == "2.00×" and rows[5].split(" | ")[6] == "1.50×"
