@@ -3,13 +3,24 @@ retired resource stays counted while a changed one is not counted twice."""
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_left
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from megamon.domain import distributions as d
 from megamon.domain.events import EventRecord, UpEvent
 from megamon.domain.observations import Attrs, NodePoolAttrs, Observation
-from megamon.summary.distributions import DistributionTally, record_periods
+from megamon.summary.distributions import Counted, DistributionTally, record_periods
+from megamon.summary.foldstate import (
+    KindState,
+    Periods,
+    ResourceState,
+    decode_state,
+    encode_state,
+    prefix_digest,
+)
 
 S = 1_000_000_000
 T = 1_780_272_000 * S
@@ -279,3 +290,137 @@ def test_a_resource_gone_and_a_clock_skew_do_not_recount_or_go_negative() -> Non
     assert (histogram.count, histogram.total_ns) == (1, 0), "kept after it is gone, 0 s"
     tally.count_queueing("jobset", {"j": Observation.build(expected=1, ready=1)})
     assert [key.kind for key, _ in tally.series()] == ["kueue_workload"]
+
+
+def test_an_observation_falls_in_the_bucket_its_float_seconds_did_at_every_edge() -> None:
+    """The bucket is the first bound with ``ns <= bound`` compared as integers, which is
+    the bucket the float seconds chose: one nanosecond either side of every bound, and the
+    bound itself (half a bound's ulp is less than a nanosecond, so no float rounding can
+    carry an observation across it)."""
+    assert all(bound.is_integer() and math.ulp(bound) / 2 < 1e-9 for bound in d.BUCKETS_S)
+    assert tuple(int(bound) * S for bound in d.BUCKETS_S) == d.BUCKETS_NS
+    for index, bound in enumerate(d.BUCKETS_NS):
+        for ns, expected in ((bound - 1, index), (bound, index), (bound + 1, index + 1)):
+            assert bisect_left(d.BUCKETS_NS, ns) == expected
+            assert bisect_left(d.BUCKETS_S, ns / S) == expected
+            histogram = d.Histogram()
+            histogram.add(ns)
+            assert histogram.counts[expected] == 1 and histogram.total_ns == ns
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        st.integers(0, 2**70),
+        st.sampled_from(d.BUCKETS_NS).flatmap(lambda b: st.integers(b - 10**6, b + 10**6)),
+    )
+)
+def test_the_integer_bucket_is_the_float_seconds_bucket_for_any_duration(ns: int) -> None:
+    assert bisect_left(d.BUCKETS_NS, ns) == bisect_left(d.BUCKETS_S, ns / S)
+
+
+BIG = Attrs(tpu_accelerator="tpu-v5p-slice", tpu_topology="16x16x36", tpu_chip_count=9216)
+"""A slice so large that its chip time down over a year goes past 2⁶⁴ chip-nanoseconds."""
+LONG_EVENT = st.tuples(
+    st.one_of(st.integers(1, 3600), st.integers(1, 400 * 86_400)),
+    st.booleans(),
+    st.sampled_from(["", "maintenance", "preemption", "error"]),
+    st.sampled_from(["", "ed", "f"]),
+)
+
+
+@st.composite
+def cut_histories(draw: st.DrawFn) -> list[tuple[EventRecord, Attrs]]:
+    """One resource's history as cycles see it: cut at random points into records that
+    each extend the one before, each seen with the attrs of the moment (now and then a new
+    shape or chip count, which moves every period)."""
+    steps = draw(st.lists(LONG_EVENT, min_size=1, max_size=12))
+    cuts = sorted(draw(st.sets(st.integers(1, len(steps)), max_size=5)) | {len(steps)})
+    shapes = [*SHAPES, BIG]
+    attrs = draw(st.sampled_from(shapes))
+    versions = []
+    for cut in cuts:
+        if draw(st.integers(0, 5)) == 0:
+            attrs = draw(st.sampled_from(shapes))
+        versions.append((_record(steps[:cut]), attrs))
+    return versions
+
+
+def _restarted(tally: DistributionTally, kind: str) -> DistributionTally:
+    """A new tally seeded from ``tally``'s persisted summary state (encoded and decoded),
+    as a start-up reads it (``ReportAssembly._seed``)."""
+    state = KindState(kind, "snapshot")
+    for key, counted in tally.counted(kind).items():
+        count = len(counted.record)
+        periods = Periods(counted.fold, counted.shape, counted.chips, counted.contribution)
+        digest = prefix_digest(counted.record, count)
+        state.resources[key] = ResourceState(count, digest, periods=periods)
+    restarted = DistributionTally()
+    for key, resource in decode_state(encode_state(state)).resources.items():
+        part = resource.periods
+        assert part is not None
+        record = tally.counted(kind)[key].record
+        counted = Counted(record, None, part.shape, part.fold, part.chips, None,
+                          part.contribution, seeded=True)  # fmt: skip
+        restarted.seed(kind, key, counted)
+    return restarted
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(cut_histories(), min_size=1, max_size=3), st.integers(0, 5))
+def test_a_tally_folded_piece_by_piece_or_seeded_from_the_state_equals_a_recount(
+    histories: list[list[tuple[EventRecord, Attrs]]], restart: int
+) -> None:
+    """Integers all the way: a tally updated cycle by cycle (records grown piece by piece,
+    a provisioning that failed then came up taken back, a new shape moving every period),
+    and one started from the persisted summary state after cycle ``restart`` and updated
+    on, hold exactly the histograms, sums and chip-nanoseconds of a recount of the last
+    records."""
+    kind = "nodepool"
+    tally, seeded = DistributionTally(), None
+    for n in range(max(len(versions) for versions in histories)):
+        live = {str(i): versions[min(n, len(versions) - 1)] for i, versions in enumerate(histories)}
+        records = {key: record for key, (record, _) in live.items()}
+        attrs = {key: shape for key, (_, shape) in live.items()}
+        tally.update(kind, records, attrs)
+        if seeded is not None:
+            seeded.update(kind, records, attrs)
+        if n == restart:
+            seeded = _restarted(tally, kind)
+            seeded.update(kind, records, attrs)
+    fresh = DistributionTally()
+    fresh.update(kind, records, attrs)
+    now = max(record.timestamps[-1] for record in records.values()) + 3600 * S
+    for found in (tally, seeded) if seeded is not None else (tally,):
+        assert _counted(found) == _counted(fresh)
+        assert found.chip_ns == fresh.chip_ns
+        assert found.chips_down(now) == fresh.chips_down(now)
+
+
+def test_a_provisioning_that_failed_then_came_up_is_taken_back_exactly() -> None:
+    """Failed after 7 s, up after 10 s more: the failed period is taken back (its
+    histogram empty and gone from the series), the successful one counted, before and after
+    a start from the persisted state."""
+    failed = rec((0, False, ""), (7, False, "error", "f"))
+    came_up = rec((0, False, ""), (7, False, "error", "f"), (17, True, ""))
+    tally = DistributionTally()
+    tally.update("nodepool", {"np": failed}, {"np": V5P})
+    seeded = _restarted(tally, "nodepool")
+    for each in (tally, seeded):
+        each.update("nodepool", {"np": came_up}, {"np": V5P})
+        provisioning = {k.label: h for k, h in each.series() if k.measure == d.PROVISIONING}
+        assert {label: (h.count, h.total_ns) for label, h in provisioning.items()} == {
+            d.PROVISIONING_SUCCESS: (1, 17 * S)
+        }
+
+
+def test_the_state_keeps_sums_beyond_64_bits_exactly() -> None:
+    """Chip-nanoseconds of a 9216-chip slice down for a year pass 2⁶⁴: written as a decimal
+    string, read back as the same integer."""
+    year = 365 * 86_400
+    record = rec((0, False, ""), (1, True, ""), (2, False, "error"), (2 + year, True, ""))
+    tally = DistributionTally()
+    tally.update("nodepool", {"np": record}, {"np": BIG})
+    (lost,) = tally.chip_ns.values()
+    assert lost == 9216 * year * S > 2**64
+    assert _restarted(tally, "nodepool").chip_ns == tally.chip_ns
