@@ -50,12 +50,13 @@ def windows_within(scheduled_s: int, now: int) -> tuple[str, ...]:
     return tuple(name for name, seconds in WINDOWS if ahead <= seconds)
 
 
-def lead_time(*, scheduled_s: int, announced_ns: int, down_ns: int) -> float | None:
-    """Seconds between when megamon first saw the announcement and when the maintenance
-    interrupted the resource; None when it was not announced before the interruption.
+def lead_time_ns(*, scheduled_s: int, announced_ns: int, down_ns: int) -> int | None:
+    """Nanoseconds between when megamon first saw the announcement and when the maintenance
+    interrupted the resource (integer, as every duration a histogram sums); None when it was
+    not announced before the interruption.
 
     ``scheduled_s`` is the announced time, ``announced_ns`` when megamon first saw it (0:
     never), ``down_ns`` when the resource went down for ``maintenance``."""
     if scheduled_s <= 0 or announced_ns <= 0 or announced_ns > down_ns:
         return None
-    return (down_ns - announced_ns) / NANOS_PER_SECOND
+    return down_ns - announced_ns

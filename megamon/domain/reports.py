@@ -46,8 +46,9 @@ class Report(BaseModel):
     distributions: tuple[tuple[SeriesKey, Histogram], ...] = ()
     """Histograms of every kind from the durable history (``summary.distributions``): copies,
     in a stable order; not in the report JSON."""
-    chips_down: tuple[tuple[str, Shape, str, float], ...] = ()
-    """Chip-seconds down by (kind, shape, reason), closed and ongoing interruptions."""
+    chips_down: tuple[tuple[str, Shape, str, int], ...] = ()
+    """Chip-nanoseconds down by (kind, shape, reason), closed and ongoing interruptions
+    (integers, exact; the metrics publish them as chip-seconds)."""
     chip_availability: tuple[tuple[str, str, float], ...] = ()
     """Chip-weighted availability by (kind, accelerator) over all history, ``megamon
     report``'s definition (``summary.chiptally``); a group with neither up nor down time has

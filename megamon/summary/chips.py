@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from megamon.domain.interruptions import NODEPOOL
 from megamon.domain.kinds import Kind
-from megamon.domain.timestamps import NANOS_PER_SECOND
+from megamon.domain.timestamps import seconds
 from megamon.summary.availability import ResourceAvailability, availability_percent
 from megamon.summary.distributions import open_interruption
 
@@ -28,21 +28,32 @@ def chips_of(figures: ResourceAvailability) -> int:
 
 @dataclass(frozen=True, slots=True)
 class ChipFigures:
-    """Chip-seconds of one kind, accelerator and topology over the window."""
+    """Chip time of one kind, accelerator and topology over the window, in integer
+    chip-nanoseconds: exact, so that the chip tally kept from cycle to cycle
+    (``summary.chiptally``) equals it, whatever order the resources were added in."""
 
     kind: Kind
     accelerator: str
     topology: str
     chips: int
     """Chips of the resources counted (each lifetime once)."""
-    up_chip_seconds: float
-    down_chip_seconds: float
+    up_chip_ns: int
+    down_chip_ns: int
+
+    @property
+    def up_chip_seconds(self) -> float:
+        """As the report prints it."""
+        return seconds(self.up_chip_ns)
+
+    @property
+    def down_chip_seconds(self) -> float:
+        """As the report prints it."""
+        return seconds(self.down_chip_ns)
 
     @property
     def availability(self) -> float | None:
-        """Percent of the chip-seconds up, of those up or down; ``None`` without any."""
-        total = self.up_chip_seconds + self.down_chip_seconds
-        return 100.0 * self.up_chip_seconds / total if total > 0 else None
+        """Percent of the chip time up, of that up or down; ``None`` without any."""
+        return availability_percent(self.up_chip_ns, self.down_chip_ns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,18 +73,18 @@ class ChipTime:
 
 def chip_figures(resources: Iterable[ResourceAvailability]) -> list[ChipFigures]:
     """Per kind, accelerator and topology: Σ chips × up time and Σ chips × down time."""
-    sums: dict[tuple[Kind, str, str], tuple[int, float, float]] = {}
+    sums: dict[tuple[Kind, str, str], tuple[int, int, int]] = {}
     for figures in resources:
         chips = chips_of(figures)
         if not chips:
             continue
         r = figures.resource
         key = (r.kind, r.accelerator, r.topology)
-        count, up, down = sums.get(key, (0, 0.0, 0.0))
+        count, up, down = sums.get(key, (0, 0, 0))
         sums[key] = (
             count + chips,
-            up + chips * figures.times.up / NANOS_PER_SECOND,
-            down + chips * figures.times.down / NANOS_PER_SECOND,
+            up + chips * figures.times.up,
+            down + chips * figures.times.down,
         )
     return [
         ChipFigures(kind, accelerator, topology, *values)

@@ -20,6 +20,11 @@ resource that has reached it — and kept from then on, as lead times are.
 The tally is incremental: records are immutable and handed back unchanged while nothing
 happens, so each cycle only resources whose record changed are re-counted (their old
 contribution taken back, the new one added).
+
+Every duration is kept as integer nanoseconds, and chip time as integer chip-nanoseconds
+(nanoseconds × chips): sums of integers do not depend on the order they were added in, on
+take-backs or on a start from the persisted parts, so the tally equals a recount of the
+history exactly. They become float seconds only where they leave (``timestamps.seconds``).
 """
 
 from __future__ import annotations
@@ -48,8 +53,8 @@ from megamon.domain.observations import Attrs, NodePoolAttrs, Observation
 from megamon.domain.timestamps import NANOS_PER_SECOND
 from megamon.summary.summarizing import extends
 
-Period = tuple[str, str, float]
-"""(measure, reason or provisioning state, seconds)."""
+Period = tuple[str, str, int]
+"""(measure, reason or provisioning state, nanoseconds)."""
 
 
 def _reason(flags: int) -> str:
@@ -72,9 +77,9 @@ def record_periods(record: EventRecord) -> list[Period]:
     if first_up is None:
         failed = next((i for i, f in enumerate(flags) if f & FLAG_FAILED), None)
         if failed is not None:
-            periods.append((PROVISIONING, PROVISIONING_FAILED, _seconds(ts[failed] - ts[0])))
+            periods.append((PROVISIONING, PROVISIONING_FAILED, _duration(ts[failed] - ts[0])))
         return periods
-    periods.append((PROVISIONING, PROVISIONING_SUCCESS, _seconds(ts[first_up] - ts[0])))
+    periods.append((PROVISIONING, PROVISIONING_SUCCESS, _duration(ts[first_up] - ts[0])))
     up_since = ts[first_up]
     down: tuple[int, str] | None = None  # start and reason of an unexpected down period
     was_up = True
@@ -82,14 +87,14 @@ def record_periods(record: EventRecord) -> list[Period]:
         if f & FLAG_UP:
             if not was_up:
                 if down is not None:
-                    periods.append((TIME_TO_RECOVER, down[1], _seconds(t - down[0])))
+                    periods.append((TIME_TO_RECOVER, down[1], _duration(t - down[0])))
                 up_since, down, was_up = t, None, True
             continue
         if was_up:
             was_up = False
             if not f & FLAG_EXPECTED_DOWN:
                 reason = _reason(f)
-                periods.append((TIME_BETWEEN_INTERRUPTIONS, reason, _seconds(t - up_since)))
+                periods.append((TIME_BETWEEN_INTERRUPTIONS, reason, _duration(t - up_since)))
                 down = (t, reason)
     return periods
 
@@ -130,13 +135,13 @@ class PeriodFold:
             f = flags[i]
             if f & FLAG_UP:
                 self.up_seen = True
-                seconds = _seconds(ts[i] - self.first)
-                self.provisioning = (PROVISIONING, PROVISIONING_SUCCESS, seconds)
+                ns = _duration(ts[i] - self.first)
+                self.provisioning = (PROVISIONING, PROVISIONING_SUCCESS, ns)
                 self.up_since, self.down, self.was_up = ts[i], None, True
             elif not self.failed and f & FLAG_FAILED:
                 self.failed = True
-                seconds = _seconds(ts[i] - self.first)
-                self.provisioning = (PROVISIONING, PROVISIONING_FAILED, seconds)
+                ns = _duration(ts[i] - self.first)
+                self.provisioning = (PROVISIONING, PROVISIONING_FAILED, ns)
             i += 1
         up_since, down, was_up = self.up_since, self.down, self.was_up
         for j in range(i, n):
@@ -144,14 +149,14 @@ class PeriodFold:
             if f & FLAG_UP:
                 if not was_up:
                     if down is not None:
-                        closed.append((TIME_TO_RECOVER, down[1], _seconds(t - down[0])))
+                        closed.append((TIME_TO_RECOVER, down[1], _duration(t - down[0])))
                     up_since, down, was_up = t, None, True
                 continue
             if was_up:
                 was_up = False
                 if not f & FLAG_EXPECTED_DOWN:
                     reason = _reason(f)
-                    closed.append((TIME_BETWEEN_INTERRUPTIONS, reason, _seconds(t - up_since)))
+                    closed.append((TIME_BETWEEN_INTERRUPTIONS, reason, _duration(t - up_since)))
                     down = (t, reason)
         self.up_since, self.down, self.was_up = up_since, down, was_up
         self.count = n
@@ -181,24 +186,25 @@ def lead_period(opened: tuple[int, str], attrs: Attrs | None) -> Period | None:
         return None
     lead = None
     if isinstance(attrs, NodePoolAttrs):
-        lead = maintenance.lead_time(
+        lead = maintenance.lead_time_ns(
             scheduled_s=attrs.scheduled_maintenance,
             announced_ns=attrs.maintenance_announced * NANOS_PER_SECOND,
             down_ns=start,
         )
     if lead is None:
-        return (MAINTENANCE_LEAD_TIME, NOT_ANNOUNCED, 0.0)
+        return (MAINTENANCE_LEAD_TIME, NOT_ANNOUNCED, 0)
     return (MAINTENANCE_LEAD_TIME, ANNOUNCED, lead)
 
 
 def queueing_periods(marks: Iterable[tuple[str, int, int]]) -> list[Period]:
-    """The queueing times of a resource's stages: (stage, created, reached) → seconds from
-    its creation to the stage (0 when the clocks disagree)."""
-    return [(QUEUEING, stage, _seconds(reached - created)) for stage, created, reached in marks]
+    """The queueing times of a resource's stages: (stage, created, reached) → nanoseconds
+    from its creation to the stage (0 when the clocks disagree)."""
+    return [(QUEUEING, stage, _duration(reached - created)) for stage, created, reached in marks]
 
 
-def _seconds(ns: int) -> float:
-    return max(ns, 0) / NANOS_PER_SECOND
+def _duration(ns: int) -> int:
+    """A period's length: clocks that disagree give 0, never a negative time."""
+    return max(ns, 0)
 
 
 def shape_of(attrs: Attrs) -> Shape:
@@ -225,19 +231,20 @@ class Counted:
     chips: int
     open: tuple[int, str] | None
     contribution: Contribution = field(default_factory=dict)
-    """What its periods add to the histograms, per (measure, label), and chip-seconds down
-    (``TIME_TO_RECOVER`` × chips) per label: what a start-up from the persisted summary
+    """What its periods add to the histograms, per (measure, label), and chip-nanoseconds
+    down (``TIME_TO_RECOVER`` × chips) per label: what a start-up from the persisted summary
     state adds back without reading the history (``summary.foldstate``)."""
     seeded: bool = False
     """Taken from the persisted state, its attributes not yet compared."""
 
 
-Contribution = dict[tuple[str, str], tuple[Histogram, list[float]]]
-"""Per (measure, label): the histogram of one resource's periods and its chip-seconds."""
+Contribution = dict[tuple[str, str], tuple[Histogram, list[int]]]
+"""Per (measure, label): the histogram of one resource's periods and its chip-nanoseconds
+(one integer in a list, added to in place)."""
 
 
 ChipKey = tuple[str, Shape, str]
-"""(kind, shape, reason) of chip-seconds down."""
+"""(kind, shape, reason) of chip-nanoseconds down."""
 
 
 @dataclass
@@ -246,8 +253,8 @@ class DistributionTally:
     ``megamon.app``, never in a module)."""
 
     histograms: dict[SeriesKey, Histogram] = field(default_factory=dict)
-    chip_seconds: dict[ChipKey, float] = field(default_factory=dict)
-    """Chip-seconds down in closed interruptions (time to recover × chips), by reason."""
+    chip_ns: dict[ChipKey, int] = field(default_factory=dict)
+    """Chip-nanoseconds down in closed interruptions (time to recover × chips), by reason."""
     lead_times: dict[SeriesKey, Histogram] = field(default_factory=dict)
     """Maintenance lead times, counted as interruptions begin (``lead_period``): kept apart
     from ``histograms``, which a recount of the history rebuilds exactly."""
@@ -268,22 +275,30 @@ class DistributionTally:
         *,
         contribution: Contribution | None = None,
     ) -> None:
-        for measure, label, seconds in periods:
+        for measure, label, ns in periods:
             key = SeriesKey(measure, kind, shape, label)
             histogram = self.histograms.get(key)
             if histogram is None:
                 histogram = self.histograms[key] = Histogram()
-            histogram.add(seconds, times)
-            lost = seconds * chips * times if measure == TIME_TO_RECOVER and chips else 0.0
+            histogram.add(ns, times)
+            lost = ns * chips * times if measure == TIME_TO_RECOVER else 0
             if lost:
-                chip_key = (kind, shape, label)
-                self.chip_seconds[chip_key] = self.chip_seconds.get(chip_key, 0.0) + lost
+                self._add_chip_ns((kind, shape, label), lost)
             if contribution is not None:
                 found = contribution.get((measure, label))
                 if found is None:
-                    found = contribution[(measure, label)] = (Histogram(), [0.0])
-                found[0].add(seconds, times)
+                    found = contribution[(measure, label)] = (Histogram(), [0])
+                found[0].add(ns, times)
                 found[1][0] += lost
+
+    def _add_chip_ns(self, chip_key: ChipKey, lost: int) -> None:
+        """Add (or, negative, take back) chip-nanoseconds down; a key back at zero is
+        dropped, so a tally that took a resource back holds what a recount would."""
+        total = self.chip_ns.get(chip_key, 0) + lost
+        if total:
+            self.chip_ns[chip_key] = total
+        else:
+            self.chip_ns.pop(chip_key, None)
 
     def _add_contribution(
         self, kind: str, shape: Shape, contribution: Contribution, chips: int
@@ -294,32 +309,28 @@ class DistributionTally:
             histogram = self.histograms.get(key)
             if histogram is None:
                 histogram = self.histograms[key] = Histogram()
-            for index, count in enumerate(part.counts):
-                histogram.counts[index] += count
-            histogram.total_s += part.total_s
-            histogram.count += part.count
+            histogram.merge(part)
             if lost[0] and chips:
-                chip_key = (kind, shape, label)
-                self.chip_seconds[chip_key] = self.chip_seconds.get(chip_key, 0.0) + lost[0]
+                self._add_chip_ns((kind, shape, label), lost[0])
 
-    def chips_down(self, now: int) -> dict[ChipKey, float]:
-        """Chip-seconds down by kind, shape and reason: closed interruptions (retired
+    def chips_down(self, now: int) -> dict[ChipKey, int]:
+        """Chip-nanoseconds down by kind, shape and reason: closed interruptions (retired
         resources' included) plus the ongoing ones of live resources up to ``now``."""
-        total = dict(self.chip_seconds)
+        total = dict(self.chip_ns)
         for kind, counted_kind in self._counted.items():
             for counted in counted_kind.values():
                 if counted.open is not None and counted.chips:
                     start, reason = counted.open
                     key = (kind, counted.shape, reason)
-                    total[key] = total.get(key, 0.0) + _seconds(now - start) * counted.chips
+                    total[key] = total.get(key, 0) + _duration(now - start) * counted.chips
         return total
 
-    def chips_down_rows(self, now: int) -> tuple[tuple[str, Shape, str, float], ...]:
-        """``chips_down`` as the report holds it: (kind, shape, reason, chip-seconds) rows in
-        a stable order."""
+    def chips_down_rows(self, now: int) -> tuple[tuple[str, Shape, str, int], ...]:
+        """``chips_down`` as the report holds it: (kind, shape, reason, chip-nanoseconds)
+        rows in a stable order."""
         found = self.chips_down(now).items()
         ordered = sorted(found, key=lambda item: (item[0][0], str(item[0][1:])))
-        return tuple((kind, shape, reason, seconds) for (kind, shape, reason), seconds in ordered)
+        return tuple((kind, shape, reason, ns) for (kind, shape, reason), ns in ordered)
 
     def update(
         self, kind: str, records: Mapping[str, EventRecord], attrs: Mapping[str, Attrs]
@@ -351,9 +362,9 @@ class DistributionTally:
             if opened is not None and (found is None or found.open != opened):
                 lead = lead_period(opened, obs_attrs)
                 if lead is not None:  # counted once, as the interruption begins
-                    measure, label, seconds = lead
+                    measure, label, ns = lead
                     series = SeriesKey(measure, kind, shape, label)
-                    self.lead_times.setdefault(series, Histogram()).add(seconds)
+                    self.lead_times.setdefault(series, Histogram()).add(ns)
             counted_kind[key] = Counted(record, obs_attrs, shape, fold, chips, opened, contribution)
         if len(counted_kind) > len(records):
             for gone in [k for k in counted_kind if k not in records]:
@@ -372,9 +383,9 @@ class DistributionTally:
             if not new:
                 continue
             shape = shape_of(observation.attrs)
-            for measure, stage, seconds in queueing_periods(new):
+            for measure, stage, ns in queueing_periods(new):
                 series = SeriesKey(measure, kind, shape, stage)
-                self.queueing.setdefault(series, Histogram()).add(seconds)
+                self.queueing.setdefault(series, Histogram()).add(ns)
             counted_kind[key] = done | {stage for stage, _, _ in new}
         for gone in [k for k in counted_kind if k not in observations]:
             del counted_kind[gone]
@@ -448,14 +459,9 @@ class DistributionTally:
         """Take ``found``'s periods out of the histograms."""
         for (measure, label), (part, lost) in found.contribution.items():
             key = SeriesKey(measure, kind, found.shape, label)
-            histogram = self.histograms[key]
-            for index, count in enumerate(part.counts):
-                histogram.counts[index] -= count
-            histogram.total_s -= part.total_s
-            histogram.count -= part.count
+            self.histograms[key].merge(part, -1)
             if lost[0] and found.chips:
-                chip_key = (kind, found.shape, label)
-                self.chip_seconds[chip_key] = self.chip_seconds.get(chip_key, 0.0) - lost[0]
+                self._add_chip_ns((kind, found.shape, label), -lost[0])
 
     def add_archived(self, kind: str, record: EventRecord, attrs: Mapping[str, object]) -> None:
         """A retired resource's history (from the archive, at start): counted once."""
@@ -466,7 +472,7 @@ class DistributionTally:
     def frozen(self) -> tuple[tuple[SeriesKey, Histogram], ...]:
         """Copies of every non-empty histogram, for a report (which outlives this cycle)."""
         return tuple(
-            (key, Histogram(list(h.counts), h.total_s, h.count)) for key, h in self.series()
+            (key, Histogram(list(h.counts), h.total_ns, h.count)) for key, h in self.series()
         )
 
     def series(self) -> Iterator[tuple[SeriesKey, Histogram]]:

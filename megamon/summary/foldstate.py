@@ -25,11 +25,16 @@ from megamon.domain.distributions import Histogram, Shape
 from megamon.domain.events import EventRecord
 from megamon.summary.availability import BandState
 from megamon.summary.chiptally import AvailabilityFold, Span
-from megamon.summary.distributions import Contribution, PeriodFold
+from megamon.summary.distributions import Contribution, Period, PeriodFold
 from megamon.summary.summarizing import SummaryFold
 
-STATE_VERSION = 1
-"""The layout below; a file of another version is rebuilt from the history."""
+STATE_VERSION = 2
+"""The layout below; a file of another version is rebuilt from the history. Version 2: the
+histograms' sums and the chip time down are integer nanoseconds (version 1 held float
+seconds), and so are the provisioning periods of the folds."""
+_JSON_INT = range(-(2**63), 2**63)
+"""The integers JSON carries as numbers here; a larger sum (chip-nanoseconds of a big slice
+over years) is written as a decimal string."""
 _SUMMARY_FIELDS = len(SummaryFold().fields())
 _BUCKETS = len(Histogram().counts)
 
@@ -89,7 +94,7 @@ def _periods(part: Periods) -> dict[str, Any]:
             fold.first,
             fold.failed,
             fold.up_seen,
-            list(fold.provisioning) if fold.provisioning is not None else None,
+            _period(fold.provisioning) if fold.provisioning is not None else None,
             fold.up_since,
             list(fold.down) if fold.down is not None else None,
             fold.was_up,
@@ -97,10 +102,22 @@ def _periods(part: Periods) -> dict[str, Any]:
         "shape": [part.shape.accelerator, part.shape.topology, part.shape.spot],
         "chips": part.chips,
         "contribution": [
-            [measure, label, _sparse(h.counts), h.total_s, h.count, lost[0]]
+            [measure, label, _sparse(h.counts), _wide(h.total_ns), h.count, _wide(lost[0])]
             for (measure, label), (h, lost) in part.contribution.items()
         ],
     }
+
+
+def _period(period: Period) -> list[Any]:
+    """A provisioning period: its nanoseconds too may pass 64 bits (a history from Go's zero
+    time)."""
+    measure, label, ns = period
+    return [measure, label, _wide(ns)]
+
+
+def _wide(value: int) -> int | str:
+    """An integer sum as JSON holds it exactly: a number, or beyond 64 bits a string."""
+    return value if value in _JSON_INT else str(value)
 
 
 def _sparse(counts: list[int]) -> list[int]:
@@ -161,6 +178,13 @@ def _int(value: object) -> int:
     return value
 
 
+def _wide_int(value: object) -> int:
+    """A sum written by ``_wide``."""
+    if type(value) is str and value.lstrip("-").isdigit() and value.isascii():
+        return int(value)
+    return _int(value)
+
+
 def _bool(value: object) -> bool:
     if type(value) is not bool:
         raise StateError(f"expected true or false, found {value!r}")
@@ -189,7 +213,7 @@ def _decode_periods(raw: Any) -> Periods:
         first=_int(f[1]),
         failed=_bool(f[2]),
         up_seen=_bool(f[3]),
-        provisioning=(str(provisioning[0]), str(provisioning[1]), float(provisioning[2]))
+        provisioning=(str(provisioning[0]), str(provisioning[1]), _wide_int(provisioning[2]))
         if provisioning is not None
         else None,
         up_since=_int(f[5]),
@@ -198,12 +222,12 @@ def _decode_periods(raw: Any) -> Periods:
     )
     accelerator, topology, spot = raw["shape"]
     contribution: Contribution = {}
-    for measure, label, counts, total_s, count, lost in raw["contribution"]:
+    for measure, label, counts, total_ns, count, lost in raw["contribution"]:
         pairs = _ints(counts)
         if len(pairs) % 2 or any(not 0 <= i < _BUCKETS for i in pairs[::2]):
             raise StateError("a histogram of another bucket layout")
-        histogram = Histogram(_dense(pairs), float(total_s), _int(count))
-        contribution[(str(measure), str(label))] = (histogram, [float(lost)])
+        histogram = Histogram(_dense(pairs), _wide_int(total_ns), _int(count))
+        contribution[(str(measure), str(label))] = (histogram, [_wide_int(lost)])
     shape = Shape(str(accelerator), str(topology), _bool(spot))
     return Periods(fold, shape, _int(raw["chips"]), contribution)
 

@@ -16,8 +16,9 @@ details of ongoing interruptions only), ``down_time`` (its down and failed time 
 span, unobserved time left out) and ``counted`` (it began in the window: it is one of the
 window's ``interruptions``).
 
-**Lost chip-seconds** of a resource: chips × down time, split by the reason of the
-interruption the time belongs to. **Failed provisioning**: chips × provisioning time in the
+**Lost chip time** of a resource: chips × down time, split by the reason of the
+interruption the time belongs to; summed in integer chip-nanoseconds (exact in any order),
+printed as chip-seconds and chip-hours. **Failed provisioning**: chips × provisioning time in the
 window of a resource whose provisioning failed or has not ended (a pool stuck in ``ERROR``
 for the whole window has no down time and no availability; this is what it cost). The
 provisioning of resources that came up is not a loss: its time is in the provisioning
@@ -35,7 +36,7 @@ from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_UP, reason_of
 from megamon.domain.interruptions import UNKNOWN
 from megamon.domain.kinds import Kind
 from megamon.domain.summaries import ProvisioningState
-from megamon.domain.timestamps import NANOS_PER_SECOND
+from megamon.domain.timestamps import NANOS_PER_SECOND, seconds
 from megamon.summary.availability import (
     Aggregate,
     AvailabilityReport,
@@ -44,6 +45,7 @@ from megamon.summary.availability import (
     ResourceAvailability,
     Window,
     aggregate_group,
+    availability_percent,
     monotonic_prefix,
     shape_order,
 )
@@ -156,46 +158,67 @@ def failed_provisioning_time(figures: ResourceAvailability) -> int:
 
 @dataclass(frozen=True, slots=True)
 class KindLosses:
-    """What one kind lost over the window, weighed by chips."""
+    """What one kind lost over the window, weighed by chips (integer chip-nanoseconds; the
+    ``_seconds`` properties are what the report prints)."""
 
     kind: Kind
     chips: int
     """Chips of the resources counted (each lifetime once)."""
-    up_chip_seconds: float
-    down_chip_seconds: float
-    down_chip_seconds_by_reason: Mapping[str, float]
-    failed_provisioning_chip_seconds: float
+    up_chip_ns: int
+    down_chip_ns: int
+    down_chip_ns_by_reason: Mapping[str, int]
+    failed_provisioning_chip_ns: int
     interruptions_by_reason: Mapping[str, int]
     """Interruptions that began in the window, by reason (every resource, chips or not)."""
 
     @property
     def availability(self) -> float | None:
-        """Percent of the chip-seconds up, of those up or down; ``None`` without any."""
-        total = self.up_chip_seconds + self.down_chip_seconds
-        return 100.0 * self.up_chip_seconds / total if total > 0 else None
+        """Percent of the chip time up, of that up or down; ``None`` without any."""
+        return availability_percent(self.up_chip_ns, self.down_chip_ns)
+
+    @property
+    def up_chip_seconds(self) -> float:
+        return seconds(self.up_chip_ns)
+
+    @property
+    def down_chip_seconds(self) -> float:
+        return seconds(self.down_chip_ns)
+
+    @property
+    def down_chip_seconds_by_reason(self) -> dict[str, float]:
+        """Most first, as ``down_chip_ns_by_reason``."""
+        return {reason: seconds(ns) for reason, ns in self.down_chip_ns_by_reason.items()}
+
+    @property
+    def failed_provisioning_chip_seconds(self) -> float:
+        return seconds(self.failed_provisioning_chip_ns)
 
 
 @dataclass(frozen=True, slots=True)
 class Worst:
-    """A resource ranked by what it lost: chip-seconds down plus failed provisioning."""
+    """A resource ranked by what it lost: chip time down plus failed provisioning."""
 
     figures: ResourceAvailability
-    lost_chip_seconds: float
+    lost_chip_ns: int
     down_time_by_reason: Mapping[str, int]
 
+    @property
+    def lost_chip_seconds(self) -> float:
+        return seconds(self.lost_chip_ns)
 
-def _sorted_counts(counts: Mapping[str, float]) -> dict[str, float]:
+
+def _sorted_counts(counts: Mapping[str, int]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
 @dataclass(slots=True)
 class _Sums:
     chips: int = 0
-    up: float = 0.0
-    down: float = 0.0
-    by_reason: dict[str, float] = field(default_factory=dict)
-    stuck: float = 0.0
-    counts: dict[str, float] = field(default_factory=dict)
+    up: int = 0
+    down: int = 0
+    by_reason: dict[str, int] = field(default_factory=dict)
+    stuck: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
 
     def add(self, figures: ResourceAvailability, spans: Sequence[Interruption]) -> None:
         for interruption in spans:
@@ -206,14 +229,14 @@ class _Sums:
             return
         for interruption in spans:
             if interruption.down_time:
-                lost = chips * interruption.down_time / NANOS_PER_SECOND
+                lost = chips * interruption.down_time
                 self.by_reason[interruption.reason] = (
                     self.by_reason.get(interruption.reason, 0) + lost
                 )
         self.chips += chips
-        self.up += chips * figures.times.up / NANOS_PER_SECOND
-        self.down += chips * figures.times.down / NANOS_PER_SECOND
-        self.stuck += chips * failed_provisioning_time(figures) / NANOS_PER_SECOND
+        self.up += chips * figures.times.up
+        self.down += chips * figures.times.down
+        self.stuck += chips * failed_provisioning_time(figures)
 
 
 def kind_losses(report: AvailabilityReport) -> list[KindLosses]:
@@ -227,11 +250,11 @@ def kind_losses(report: AvailabilityReport) -> list[KindLosses]:
         KindLosses(
             kind=kind,
             chips=s.chips,
-            up_chip_seconds=s.up,
-            down_chip_seconds=s.down,
-            down_chip_seconds_by_reason=_sorted_counts(s.by_reason),
-            failed_provisioning_chip_seconds=s.stuck,
-            interruptions_by_reason={k: int(v) for k, v in _sorted_counts(s.counts).items()},
+            up_chip_ns=s.up,
+            down_chip_ns=s.down,
+            down_chip_ns_by_reason=_sorted_counts(s.by_reason),
+            failed_provisioning_chip_ns=s.stuck,
+            interruptions_by_reason=_sorted_counts(s.counts),
         )
         for kind, s in sums.items()
     ]
@@ -248,15 +271,11 @@ def worst_resources(report: AvailabilityReport, limit: int = 10) -> list[Worst]:
             continue
         weight = chips_of(figures) or 1
         ranked.append(
-            Worst(
-                figures,
-                weight * lost_time / NANOS_PER_SECOND,
-                down_time_by_reason(figures, report.window),
-            )
+            Worst(figures, weight * lost_time, down_time_by_reason(figures, report.window))
         )
     ranked.sort(
         key=lambda w: (
-            -w.lost_chip_seconds,
+            -w.lost_chip_ns,
             w.figures.resource.kind.value,
             w.figures.resource.name,
             w.figures.resource.cluster,

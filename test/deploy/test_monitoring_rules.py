@@ -186,7 +186,7 @@ def everything_report() -> Report:
         observed_at={"gke": T - S, "kubernetes": T - 2 * S},
         distributions=_distributions(),
         chips_down=tuple(
-            (kind.value, SHAPE, "maintenance", 960.0) for kind in (Kind.NODEPOOL, Kind.JOBSET)
+            (kind.value, SHAPE, "maintenance", 960 * S) for kind in (Kind.NODEPOOL, Kind.JOBSET)
         ),
     )
 
@@ -200,7 +200,7 @@ def _distributions() -> tuple[tuple[SeriesKey, Histogram], ...]:
     for kind in (Kind.NODEPOOL, Kind.JOBSET):
         for measure in MEASURES:
             histogram = Histogram()
-            histogram.add(60.0)
+            histogram.add(60 * S)
             label = "success" if measure == PROVISIONING else "maintenance"
             found.append((SeriesKey(measure, kind.value, SHAPE, label), histogram))
     return tuple(found)

@@ -52,7 +52,7 @@ def test_nothing_scheduled_is_in_no_window() -> None:
 
 def test_lead_time_runs_from_first_seen_to_the_interruption() -> None:
     down = NOW + 3 * 3600 * S
-    assert m.lead_time(scheduled_s=down // S, announced_ns=NOW, down_ns=down) == 3 * 3600.0
-    assert m.lead_time(scheduled_s=0, announced_ns=NOW, down_ns=down) is None
-    assert m.lead_time(scheduled_s=down // S, announced_ns=0, down_ns=down) is None
-    assert m.lead_time(scheduled_s=down // S, announced_ns=down + S, down_ns=down) is None
+    assert m.lead_time_ns(scheduled_s=down // S, announced_ns=NOW, down_ns=down) == 3 * 3600 * S
+    assert m.lead_time_ns(scheduled_s=0, announced_ns=NOW, down_ns=down) is None
+    assert m.lead_time_ns(scheduled_s=down // S, announced_ns=0, down_ns=down) is None
+    assert m.lead_time_ns(scheduled_s=down // S, announced_ns=down + S, down_ns=down) is None

@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 from megamon.cli.main import main
 from megamon.domain import labels, timestamps
 from megamon.domain.kinds import Kind
+from megamon.fleet.resources import read_resources
 from megamon.loops.aggregator import Aggregator, Intervals
 from megamon.observing.common import Settings
 from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
@@ -25,6 +26,8 @@ from megamon.sources.kube.projections import jobset_view, node_view
 from megamon.sources.kube.snapshot import ClusterSnapshot
 from megamon.stores.local import LocalEventStore
 from megamon.summary.assembly import ReportAssembly
+from megamon.summary.availability import Window, availability_report
+from megamon.summary.chips import chip_figures
 
 S = 10**9
 H = 3600 * S
@@ -191,6 +194,19 @@ def report_chips(directory: Path, now: int, capsys: pytest.CaptureFixture[str]) 
     }
 
 
+def recounted_chips(directory: Path, now: int) -> dict[tuple[str, str], float]:
+    """The report's chip figures recounted from the directory, as ``megamon report`` reads
+    it, summed per kind and accelerator in integer chip-nanoseconds: the ratio of those
+    sums is the gauge's exactly (the JSON's percentage is a rounded figure of it)."""
+    resources = read_resources(LocalEventStore(directory), sorted(KINDS), {}, now)
+    sums: dict[tuple[str, str], list[int]] = {}
+    for chips in chip_figures(availability_report(resources, Window(now=now)).resources):
+        found = sums.setdefault((chips.kind.value, chips.accelerator), [0, 0])
+        found[0] += chips.up_chip_ns
+        found[1] += chips.down_chip_ns
+    return {group: up / (up + down) for group, (up, down) in sums.items() if up + down > 0}
+
+
 def test_the_gauge_is_the_reports_chip_availability_for_the_same_history_and_now(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -206,7 +222,9 @@ def test_the_gauge_is_the_reports_chip_availability_for_the_same_history_and_now
     restarted.cycle(T0 + 6 * H, NODES, {})  # short retired
     gauges = restarted.ratios()
     assert set(gauges) == {("nodepool", V6E), ("jobset", V6E)}  # JobSet nodes: never up
+    assert gauges == recounted_chips(tmp_path, T0 + 6 * H)
     assert gauges == pytest.approx(report_chips(tmp_path, T0 + 6 * H, capsys), rel=1e-12)
     later = T0 + 9 * H
     restarted.cycle(later, NODES, {})
+    assert restarted.ratios() == recounted_chips(tmp_path, later)
     assert restarted.ratios() == pytest.approx(report_chips(tmp_path, later, capsys), rel=1e-12)

@@ -18,7 +18,7 @@ from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 POOL = Attrs(nodepool_name="np", tpu_accelerator="tpu-v5p-slice", tpu_chip_count=8)
 JOBSET = Attrs(jobset_name="js", jobset_uid="u", tpu_accelerator="tpu-v5p-slice")
 HISTOGRAM = Histogram()
-HISTOGRAM.add(60.0)
+HISTOGRAM.add(60 * 10**9)
 TTR = SeriesKey("time_to_recover_seconds", "nodepool", Shape("tpu-v5p-slice"), "maintenance")
 SUSPENDED = Observation.build(expected=1, ready=0, status="Suspended", attrs=JOBSET, restarts=1)
 TTR = SeriesKey("time_to_recover_seconds", "nodepool", Shape("tpu-v5p-slice"), "maintenance")
@@ -34,7 +34,7 @@ REPORT = Report(
     },
     scheduling={"np": ScheduledJob(job_name="js-0", jobset_name="js")},
     distributions=((TTR, HISTOGRAM),),
-    chips_down=(("nodepool", Shape("tpu-v5p-slice"), "maintenance", 480.0),),
+    chips_down=(("nodepool", Shape("tpu-v5p-slice"), "maintenance", 480 * 10**9),),
     chip_availability=(("nodepool", "tpu-v5p-slice", 1.0),),
 )
 

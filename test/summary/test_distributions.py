@@ -3,13 +3,24 @@ retired resource stays counted while a changed one is not counted twice."""
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_left
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from megamon.domain import distributions as d
 from megamon.domain.events import EventRecord, UpEvent
 from megamon.domain.observations import Attrs, NodePoolAttrs, Observation
-from megamon.summary.distributions import DistributionTally, record_periods
+from megamon.summary.distributions import Counted, DistributionTally, record_periods
+from megamon.summary.foldstate import (
+    KindState,
+    Periods,
+    ResourceState,
+    decode_state,
+    encode_state,
+    prefix_digest,
+)
 
 S = 1_000_000_000
 T = 1_780_272_000 * S
@@ -36,24 +47,24 @@ def test_periods_of_a_pool_that_provisions_is_interrupted_twice_and_recovers() -
         (9600, False, "node-lost"),  # up 10 min, then still down: no recovery yet
     )
     assert record_periods(record) == [
-        (d.PROVISIONING, d.PROVISIONING_SUCCESS, 600.0),
-        (d.TIME_BETWEEN_INTERRUPTIONS, "maintenance", 3600.0),
-        (d.TIME_TO_RECOVER, "maintenance", 300.0),
-        (d.TIME_BETWEEN_INTERRUPTIONS, "node-lost", 600.0),
+        (d.PROVISIONING, d.PROVISIONING_SUCCESS, 600 * S),
+        (d.TIME_BETWEEN_INTERRUPTIONS, "maintenance", 3600 * S),
+        (d.TIME_TO_RECOVER, "maintenance", 300 * S),
+        (d.TIME_BETWEEN_INTERRUPTIONS, "node-lost", 600 * S),
     ]
 
 
 def test_a_pool_that_never_came_up_counts_as_failed_provisioning() -> None:
     record = rec((0, False, ""), (120, False, "error", "f"))
-    assert record_periods(record) == [(d.PROVISIONING, d.PROVISIONING_FAILED, 120.0)]
+    assert record_periods(record) == [(d.PROVISIONING, d.PROVISIONING_FAILED, 120 * S)]
     assert record_periods(rec((0, False, ""))) == []
 
 
 def test_a_down_without_a_recorded_reason_is_unknown() -> None:
     periods = record_periods(rec((0, False, ""), (1, True, ""), (61, False, ""), (91, True, "")))
     assert periods[1:] == [
-        (d.TIME_BETWEEN_INTERRUPTIONS, "unknown", 60.0),
-        (d.TIME_TO_RECOVER, "unknown", 30.0),
+        (d.TIME_BETWEEN_INTERRUPTIONS, "unknown", 60 * S),
+        (d.TIME_TO_RECOVER, "unknown", 30 * S),
     ]
 
 
@@ -74,7 +85,7 @@ def test_the_tally_recounts_a_grown_record_once_and_keeps_a_retired_one() -> Non
                             UpEvent(up=True, ts=T + 100 * S)])  # fmt: skip
     tally.update("nodepool", {"np": grown}, {"np": V5P})
     histogram = ttr(tally)
-    assert (histogram.count, histogram.total_s) == (1, 30.0)  # counted once, not twice
+    assert (histogram.count, histogram.total_ns) == (1, 30 * S)  # counted once, not twice
     assert ttr(tally, "error").count == 1
     tally.update("nodepool", {}, {})  # the pool retired: its periods stay counted
     keys = {(k.measure, k.label) for k, _ in tally.series()}
@@ -96,7 +107,7 @@ def test_archived_resources_are_counted_with_their_archived_shape() -> None:
 def test_buckets_span_seconds_to_a_week_and_count_cumulatively() -> None:
     histogram = d.Histogram()
     for seconds in (5, 10, 11, 3_600, 10**7):
-        histogram.add(seconds)
+        histogram.add(seconds * S)
     cumulative = histogram.cumulative()
     assert d.BUCKETS_S[0] == 10 and d.BUCKETS_S[-1] == 7 * 86_400
     assert cumulative[0] == 2 and cumulative[-1] == histogram.count == 5
@@ -113,11 +124,11 @@ def test_chip_seconds_down_count_closed_and_ongoing_interruptions_by_reason() ->
     shape = d.Shape("tpu-v5p-slice", "4x4x4", False)
     now = T + 100 * S
     assert tally.chips_down(now) == {
-        ("nodepool", shape, "upgrade"): 10 * 64.0,
-        ("nodepool", shape, "error"): 90 * 64.0,  # still down: up to now
+        ("nodepool", shape, "upgrade"): 10 * 64 * S,
+        ("nodepool", shape, "error"): 90 * 64 * S,  # still down: up to now
     }
     tally.update("nodepool", {}, {})  # both retired: the closed one stays counted
-    assert tally.chips_down(now) == {("nodepool", shape, "upgrade"): 640.0}
+    assert tally.chips_down(now) == {("nodepool", shape, "upgrade"): 640 * S}
 
 
 EVENT = st.tuples(
@@ -163,11 +174,11 @@ def versions(draw: st.DrawFn) -> list[dict[str, tuple[EventRecord, Attrs]]]:
     return cycles
 
 
-def _counted(tally: DistributionTally) -> dict[object, tuple[list[int], int, float]]:
+def _counted(tally: DistributionTally) -> dict[object, tuple[list[int], int, int]]:
     """The history's histograms (maintenance lead times are counted as interruptions begin,
     not recounted from the history: ``test_maintenance_lead_time_is_counted_once``)."""
     return {
-        k: (h.counts, h.count, round(h.total_s, 6))
+        k: (h.counts, h.count, h.total_ns)
         for k, h in tally.series()
         if k.measure != d.MAINTENANCE_LEAD_TIME
     }
@@ -194,9 +205,7 @@ def test_the_incremental_tally_equals_a_recount_of_what_was_last_seen(
     for n, (record, attrs) in enumerate(lifetimes):
         fresh.update("nodepool", {str(n): record}, {str(n): attrs})
     assert _counted(tally) == _counted(fresh)
-    assert {k: round(v, 6) for k, v in tally.chip_seconds.items() if round(v, 6)} == {
-        k: round(v, 6) for k, v in fresh.chip_seconds.items() if round(v, 6)
-    }
+    assert tally.chip_ns == fresh.chip_ns
 
 
 def _lead(tally: DistributionTally, announced: str) -> d.Histogram | None:
@@ -231,7 +240,7 @@ def test_maintenance_lead_time_is_counted_once_as_the_interruption_begins() -> N
     tally.update("nodepool", {"a": recovered}, {"a": V5P})
     lead = _lead(tally, d.ANNOUNCED)
     assert lead is not None
-    assert (lead.count, lead.total_s) == (1, 3 * 3600.0)
+    assert (lead.count, lead.total_ns) == (1, 3 * 3600 * S)
     assert _lead(tally, d.NOT_ANNOUNCED) is None
     tally.update(
         "nodepool", {"b": rec((0, False, ""), (1, True, ""), (9, False, "maintenance"))}, {"b": V5P}
@@ -241,7 +250,7 @@ def test_maintenance_lead_time_is_counted_once_as_the_interruption_begins() -> N
     )
     unannounced = _lead(tally, d.NOT_ANNOUNCED)
     assert unannounced is not None
-    assert (unannounced.count, unannounced.total_s) == (1, 0.0)
+    assert (unannounced.count, unannounced.total_ns) == (1, 0)
 
 
 def queued(*marks: tuple[str, int, int], attrs: Attrs = V5P) -> Observation:
@@ -264,9 +273,9 @@ def test_queueing_times_are_counted_once_per_resource_and_stage() -> None:
         {"a": queued(("quota_reserved", 0, 9000), ("admitted", 0, 9000))},
     )
     found = {key.label: h for key, h in tally.series() if key.measure == d.QUEUEING}
-    assert {stage: (h.count, h.total_s) for stage, h in found.items()} == {
-        "admitted": (2, 4150.0),
-        "quota_reserved": (2, 4090.0),
+    assert {stage: (h.count, h.total_ns) for stage, h in found.items()} == {
+        "admitted": (2, 4150 * S),
+        "quota_reserved": (2, 4090 * S),
     }
     shape = next(key.shape for key, _ in tally.series())
     assert (shape.accelerator, shape.topology) == ("tpu-v5p-slice", "4x4x4")
@@ -278,6 +287,140 @@ def test_a_resource_gone_and_a_clock_skew_do_not_recount_or_go_negative() -> Non
     tally.count_queueing("kueue_workload", {"a": queued(("admitted", 10, 5))})
     tally.count_queueing("kueue_workload", {})
     (histogram,) = (h for key, h in tally.series() if key.measure == d.QUEUEING)
-    assert (histogram.count, histogram.total_s) == (1, 0.0), "kept after it is gone, 0 s"
+    assert (histogram.count, histogram.total_ns) == (1, 0), "kept after it is gone, 0 s"
     tally.count_queueing("jobset", {"j": Observation.build(expected=1, ready=1)})
     assert [key.kind for key, _ in tally.series()] == ["kueue_workload"]
+
+
+def test_an_observation_falls_in_the_bucket_its_float_seconds_did_at_every_edge() -> None:
+    """The bucket is the first bound with ``ns <= bound`` compared as integers, which is
+    the bucket the float seconds chose: one nanosecond either side of every bound, and the
+    bound itself (half a bound's ulp is less than a nanosecond, so no float rounding can
+    carry an observation across it)."""
+    assert all(bound.is_integer() and math.ulp(bound) / 2 < 1e-9 for bound in d.BUCKETS_S)
+    assert tuple(int(bound) * S for bound in d.BUCKETS_S) == d.BUCKETS_NS
+    for index, bound in enumerate(d.BUCKETS_NS):
+        for ns, expected in ((bound - 1, index), (bound, index), (bound + 1, index + 1)):
+            assert bisect_left(d.BUCKETS_NS, ns) == expected
+            assert bisect_left(d.BUCKETS_S, ns / S) == expected
+            histogram = d.Histogram()
+            histogram.add(ns)
+            assert histogram.counts[expected] == 1 and histogram.total_ns == ns
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        st.integers(0, 2**70),
+        st.sampled_from(d.BUCKETS_NS).flatmap(lambda b: st.integers(b - 10**6, b + 10**6)),
+    )
+)
+def test_the_integer_bucket_is_the_float_seconds_bucket_for_any_duration(ns: int) -> None:
+    assert bisect_left(d.BUCKETS_NS, ns) == bisect_left(d.BUCKETS_S, ns / S)
+
+
+BIG = Attrs(tpu_accelerator="tpu-v5p-slice", tpu_topology="16x16x36", tpu_chip_count=9216)
+"""A slice so large that its chip time down over a year goes past 2⁶⁴ chip-nanoseconds."""
+LONG_EVENT = st.tuples(
+    st.one_of(st.integers(1, 3600), st.integers(1, 400 * 86_400)),
+    st.booleans(),
+    st.sampled_from(["", "maintenance", "preemption", "error"]),
+    st.sampled_from(["", "ed", "f"]),
+)
+
+
+@st.composite
+def cut_histories(draw: st.DrawFn) -> list[tuple[EventRecord, Attrs]]:
+    """One resource's history as cycles see it: cut at random points into records that
+    each extend the one before, each seen with the attrs of the moment (now and then a new
+    shape or chip count, which moves every period)."""
+    steps = draw(st.lists(LONG_EVENT, min_size=1, max_size=12))
+    cuts = sorted(draw(st.sets(st.integers(1, len(steps)), max_size=5)) | {len(steps)})
+    shapes = [*SHAPES, BIG]
+    attrs = draw(st.sampled_from(shapes))
+    versions = []
+    for cut in cuts:
+        if draw(st.integers(0, 5)) == 0:
+            attrs = draw(st.sampled_from(shapes))
+        versions.append((_record(steps[:cut]), attrs))
+    return versions
+
+
+def _restarted(tally: DistributionTally, kind: str) -> DistributionTally:
+    """A new tally seeded from ``tally``'s persisted summary state (encoded and decoded),
+    as a start-up reads it (``ReportAssembly._seed``)."""
+    state = KindState(kind, "snapshot")
+    for key, counted in tally.counted(kind).items():
+        count = len(counted.record)
+        periods = Periods(counted.fold, counted.shape, counted.chips, counted.contribution)
+        digest = prefix_digest(counted.record, count)
+        state.resources[key] = ResourceState(count, digest, periods=periods)
+    restarted = DistributionTally()
+    for key, resource in decode_state(encode_state(state)).resources.items():
+        part = resource.periods
+        assert part is not None
+        record = tally.counted(kind)[key].record
+        counted = Counted(record, None, part.shape, part.fold, part.chips, None,
+                          part.contribution, seeded=True)  # fmt: skip
+        restarted.seed(kind, key, counted)
+    return restarted
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(cut_histories(), min_size=1, max_size=3), st.integers(0, 5))
+def test_a_tally_folded_piece_by_piece_or_seeded_from_the_state_equals_a_recount(
+    histories: list[list[tuple[EventRecord, Attrs]]], restart: int
+) -> None:
+    """Integers all the way: a tally updated cycle by cycle (records grown piece by piece,
+    a provisioning that failed then came up taken back, a new shape moving every period),
+    and one started from the persisted summary state after cycle ``restart`` and updated
+    on, hold exactly the histograms, sums and chip-nanoseconds of a recount of the last
+    records."""
+    kind = "nodepool"
+    tally, seeded = DistributionTally(), None
+    for n in range(max(len(versions) for versions in histories)):
+        live = {str(i): versions[min(n, len(versions) - 1)] for i, versions in enumerate(histories)}
+        records = {key: record for key, (record, _) in live.items()}
+        attrs = {key: shape for key, (_, shape) in live.items()}
+        tally.update(kind, records, attrs)
+        if seeded is not None:
+            seeded.update(kind, records, attrs)
+        if n == restart:
+            seeded = _restarted(tally, kind)
+            seeded.update(kind, records, attrs)
+    fresh = DistributionTally()
+    fresh.update(kind, records, attrs)
+    now = max(record.timestamps[-1] for record in records.values()) + 3600 * S
+    for found in (tally, seeded) if seeded is not None else (tally,):
+        assert _counted(found) == _counted(fresh)
+        assert found.chip_ns == fresh.chip_ns
+        assert found.chips_down(now) == fresh.chips_down(now)
+
+
+def test_a_provisioning_that_failed_then_came_up_is_taken_back_exactly() -> None:
+    """Failed after 7 s, up after 10 s more: the failed period is taken back (its
+    histogram empty and gone from the series), the successful one counted, before and after
+    a start from the persisted state."""
+    failed = rec((0, False, ""), (7, False, "error", "f"))
+    came_up = rec((0, False, ""), (7, False, "error", "f"), (17, True, ""))
+    tally = DistributionTally()
+    tally.update("nodepool", {"np": failed}, {"np": V5P})
+    seeded = _restarted(tally, "nodepool")
+    for each in (tally, seeded):
+        each.update("nodepool", {"np": came_up}, {"np": V5P})
+        provisioning = {k.label: h for k, h in each.series() if k.measure == d.PROVISIONING}
+        assert {label: (h.count, h.total_ns) for label, h in provisioning.items()} == {
+            d.PROVISIONING_SUCCESS: (1, 17 * S)
+        }
+
+
+def test_the_state_keeps_sums_beyond_64_bits_exactly() -> None:
+    """Chip-nanoseconds of a 9216-chip slice down for a year pass 2⁶⁴: written as a decimal
+    string, read back as the same integer."""
+    year = 365 * 86_400
+    record = rec((0, False, ""), (1, True, ""), (2, False, "error"), (2 + year, True, ""))
+    tally = DistributionTally()
+    tally.update("nodepool", {"np": record}, {"np": BIG})
+    (lost,) = tally.chip_ns.values()
+    assert lost == 9216 * year * S > 2**64
+    assert _restarted(tally, "nodepool").chip_ns == tally.chip_ns

@@ -5,10 +5,12 @@ instead, logged and counted, on a local directory and in memory alike."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from megamon.domain.events import EventRecord
@@ -21,6 +23,7 @@ from megamon.stores.local import LocalEventStore
 from megamon.stores.memory import MemoryEventStore
 from megamon.stores.objects import ObjectEventStore
 from megamon.summary.assembly import CORRUPT, MISSING, STALE, ReportAssembly
+from megamon.summary.foldstate import STATE_VERSION, StateError, decode_state
 from megamon.summary.summarizing import SummaryFold
 
 S = 10**9
@@ -206,7 +209,7 @@ def test_a_state_written_beside_another_snapshot_is_stale(new_store: Callable[[]
         lambda data: data[:-5] + b"12345",  # the body altered: its checksum fails
         lambda data: data[: len(data) // 2],  # cut short
         lambda data: b"not json\n" + data,
-        lambda data: data.replace(b'"version":1', b'"version":99'),
+        lambda data: data.replace(b'"version":%d' % STATE_VERSION, b'"version":99'),
     ],
 )
 def test_a_corrupt_state_is_folded_from_the_history_and_counted(
@@ -217,6 +220,42 @@ def test_a_corrupt_state_is_folded_from_the_history_and_counted(
     new_store().log.write_summary_state(Kind.JOBSET, damage(data))
     started, _ = _restart_and_compare(new_store, 8)
     assert started.rebuilt == [(Kind.JOBSET, CORRUPT)]
+
+
+def _as_version_1(data: bytes) -> bytes:
+    """``data`` as version 1 wrote it: the same layout, its sums float seconds, a checksum
+    of its own (only the version tells it apart)."""
+    header, _, body = data.partition(b"\n")
+    raw = orjson.loads(body)
+    for resource in raw["resources"].values():
+        periods = resource["periods"]
+        if periods is None:
+            continue
+        provisioning = periods["fold"][4]
+        if provisioning is not None:
+            provisioning[2] /= S
+        for part in periods["contribution"]:
+            part[3], part[5] = part[3] / S, part[5] / S
+    old_body = orjson.dumps(raw)
+    old_header = {**orjson.loads(header), "version": 1}
+    old_header["checksum"] = hashlib.sha256(old_body).hexdigest()
+    return orjson.dumps(old_header) + b"\n" + old_body
+
+
+def test_a_state_of_version_1_float_seconds_is_folded_from_the_history_and_counted(
+    new_store: Callable[[], Any],
+) -> None:
+    """The state an older megamon wrote (its sums float seconds) is refused for its version,
+    not read as integers: both kinds are folded from the history, to the same figures."""
+    assert STATE_VERSION == 2
+    _run(new_store(), range(8))
+    for kind in KINDS:
+        old = _as_version_1(new_store().log.read_summary_state(kind))
+        with pytest.raises(StateError, match="version 1, not 2"):
+            decode_state(old)
+        new_store().log.write_summary_state(kind, old)
+    started, _ = _restart_and_compare(new_store, 8)
+    assert set(started.rebuilt) == {(Kind.NODEPOOL, CORRUPT), (Kind.JOBSET, CORRUPT)}
 
 
 def test_a_history_that_does_not_extend_what_was_folded_is_folded_afresh(

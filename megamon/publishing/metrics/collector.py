@@ -38,7 +38,7 @@ from megamon.domain.kinds import Kind, kind_spec
 from megamon.domain.observations import Attrs, Observation, WorkloadAttrs
 from megamon.domain.reports import KindReport, Report
 from megamon.domain.summaries import Summary
-from megamon.domain.timestamps import NANOS_PER_SECOND
+from megamon.domain.timestamps import NANOS_PER_SECOND, seconds
 from megamon.publishing.metrics import exposition, maintenance, names
 
 log = logging.getLogger(__name__)
@@ -458,7 +458,7 @@ def _histogram_samples(name: str, key: SeriesKey, histogram: Histogram) -> list[
         for le, count in zip(_LE, histogram.cumulative(), strict=True)
     ]
     samples.append(Sample(f"{name}_count", labels, float(histogram.count)))
-    samples.append(Sample(f"{name}_sum", labels, histogram.total_s))
+    samples.append(Sample(f"{name}_sum", labels, seconds(histogram.total_ns)))
     return samples
 
 
@@ -567,14 +567,14 @@ class ReportCollector:
         """Chip-seconds down by reason, and availability weighted by chips, per kind: both
         as the report holds them (the summary stage computes them)."""
         families: dict[str, Metric] = {}
-        for kind, shape, reason, seconds in report.chips_down:
+        for kind, shape, reason, chip_ns in report.chips_down:
             family = families.get(kind)
             if family is None:
                 name = self._distribution_name(kind, names.DOWN_CHIP_SECONDS)
                 help = _CHIPS_DOWN_HELP.format(noun=self._noun(report, kind))
                 family = families[kind] = Metric(name, help, "gauge")
             labels = {**_shape_labels(shape), names.LABEL_REASON: reason}
-            family.samples.append(Sample(family.name, labels, seconds))
+            family.samples.append(Sample(family.name, labels, seconds(chip_ns)))
         ratios: dict[str, Metric] = {}
         for kind, accelerator, ratio in report.chip_availability:
             family = ratios.get(kind)
