@@ -34,11 +34,12 @@ from megamon.summary.foldstate import (
     Periods,
     ResourceState,
     StateError,
+    bounds,
     decode_state,
     encode_state,
-    prefix_digest,
 )
 from megamon.summary.report import SettledMemo, build_report
+from megamon.summary.summarizing import extends
 
 log = logging.getLogger(__name__)
 
@@ -232,12 +233,15 @@ class ReportAssembly:
             )
 
     def _state_of(self, kind: Kind, records: Mapping[str, EventRecord], digest: str) -> KindState:
-        """Every fold held for the keys of ``records``, each part with the record it folded."""
+        """Every fold held for the keys of ``records`` that folded a prefix of the record
+        written (the state describes that snapshot: a fold of anything else is left out, and
+        its resource folded from the history at the next start), each part with the record
+        it folded."""
         summaries = self._memo.folds()
         counted = self._distributions.counted(kind.value)
         chips = self._chips.folds(kind)
         state = KindState(kind.value, digest, self._chips.gaps(kind))
-        for key in records:
+        for key, written in records.items():
             found = summaries.get((kind, key))
             periods = counted.get(key)
             availability = chips.get(key)
@@ -250,14 +254,14 @@ class ReportAssembly:
                 if availability is not None
                 else None
             )
-            if reference is None:
+            if reference is None or not (reference is written or extends(written, reference)):
                 continue
             count = len(reference)
 
             def same(record: EventRecord, folded: int, ref: EventRecord = reference) -> bool:
                 return folded == len(ref) and (record is ref or record == ref)
 
-            resource = ResourceState(count, prefix_digest(reference, count))
+            resource = ResourceState(count, bounds(reference, count))
             if found is not None and same(found[0], found[1].count):
                 resource.summary = found[1]
             if periods is not None and same(periods.record, periods.fold.count):
@@ -329,7 +333,7 @@ class ReportAssembly:
     ) -> bool:
         """Seed ``key``'s folds, when its history extends what they folded."""
         count = resource.count
-        if len(record) < count or prefix_digest(record, count) != resource.digest:
+        if not resource.folded(record):
             return False
         prefix = (
             record

@@ -17,9 +17,9 @@ from megamon.summary.foldstate import (
     KindState,
     Periods,
     ResourceState,
+    bounds,
     decode_state,
     encode_state,
-    prefix_digest,
 )
 
 S = 1_000_000_000
@@ -353,8 +353,8 @@ def _restarted(tally: DistributionTally, kind: str) -> DistributionTally:
     for key, counted in tally.counted(kind).items():
         count = len(counted.record)
         periods = Periods(counted.fold, counted.shape, counted.chips, counted.contribution)
-        digest = prefix_digest(counted.record, count)
-        state.resources[key] = ResourceState(count, digest, periods=periods)
+        folded = bounds(counted.record, count)
+        state.resources[key] = ResourceState(count, folded, periods=periods)
     restarted = DistributionTally()
     for key, resource in decode_state(encode_state(state)).resources.items():
         part = resource.periods

@@ -223,19 +223,31 @@ def test_a_corrupt_state_is_folded_from_the_history_and_counted(
 
 
 def _as_version_1(data: bytes) -> bytes:
-    """``data`` as version 1 wrote it: the same layout, its sums float seconds, a checksum
-    of its own (only the version tells it apart)."""
+    """``data`` as version 1 wrote it: each resource an object with a digest of its events,
+    its sums float seconds, a checksum of its own."""
     header, _, body = data.partition(b"\n")
     raw = orjson.loads(body)
-    for resource in raw["resources"].values():
-        periods = resource["periods"]
-        if periods is None:
-            continue
-        provisioning = periods["fold"][4]
-        if provisioning is not None:
-            provisioning[2] /= S
-        for part in periods["contribution"]:
-            part[3], part[5] = part[3] / S, part[5] / S
+    for key, (count, _bounds, summary, periods, availability) in raw["resources"].items():
+        old_periods = None
+        if periods is not None:
+            fold, shape, chips, contribution = periods
+            if fold[4] is not None:
+                fold[4][2] /= S
+            for part in contribution:
+                part[3], part[5] = part[3] / S, part[5] / S
+            old_periods = {
+                "fold": fold,
+                "shape": shape,
+                "chips": chips,
+                "contribution": contribution,
+            }
+        raw["resources"][key] = {
+            "count": count,
+            "digest": "0" * 32,
+            "summary": summary,
+            "periods": old_periods,
+            "availability": availability,
+        }
     old_body = orjson.dumps(raw)
     old_header = {**orjson.loads(header), "version": 1}
     old_header["checksum"] = hashlib.sha256(old_body).hexdigest()
@@ -261,9 +273,9 @@ def test_a_state_of_version_1_float_seconds_is_folded_from_the_history_and_count
 def test_a_history_that_does_not_extend_what_was_folded_is_folded_afresh(
     new_store: Callable[[], Any],
 ) -> None:
-    """The state's digest of a resource's events is not the history's (its snapshot was
-    written by another program meanwhile, keeping both histories' events): that resource
-    is folded from its history, the others are read."""
+    """A resource's history no longer begins with the events its folds took in (its snapshot
+    was written by another program meanwhile, keeping both histories' events, an older one
+    first): that resource is folded from its history, the others are read."""
     _run(new_store(), range(8))
     store = new_store()
     snapshot = store.read(Kind.NODEPOOL)
