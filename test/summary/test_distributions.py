@@ -415,8 +415,8 @@ def test_a_provisioning_that_failed_then_came_up_is_taken_back_exactly() -> None
 
 
 def test_the_state_keeps_sums_beyond_64_bits_exactly() -> None:
-    """Chip-nanoseconds of a 9216-chip slice down for a year pass 2⁶⁴: written as a decimal
-    string, read back as the same integer."""
+    """Chip-nanoseconds of a 9216-chip slice down for a year pass 2⁶⁴: written and read back
+    as the same integer."""
     year = 365 * 86_400
     record = rec((0, False, ""), (1, True, ""), (2, False, "error"), (2 + year, True, ""))
     tally = DistributionTally()

@@ -39,14 +39,22 @@ from megamon.domain.interruptions import REASONS
 from megamon.domain.kinds import Kind
 from megamon.domain.timestamps import parse
 from megamon.stores.local import LocalEventStore
-from megamon.summary.availability import Resource, Window, resource_availability
-from megamon.summary.chiptally import AvailabilityFold, Growth, gaps_before
+from megamon.summary.availability import Resource
+from megamon.summary.chiptally import AvailabilityFold
 from megamon.summary.distributions import PeriodFold, record_periods
 from megamon.summary.summarizing import SummaryFold, extends, settle, summary_at
 from test.fleet.test_written_histories import KINDS as WRITTEN_KINDS
 from test.fleet.test_written_histories import RESOURCES as WRITTEN_RESOURCES
 from test.fleet.test_written_histories import runs as written_runs
 from test.fleet.written import Run, write_runs
+from test.summary.foldcheck import (
+    EVERY_SPLIT_UP_TO,
+    SAMPLED_SPLITS,
+    fold_problems,
+    prefix,
+    settled_figures,
+    split_points,
+)
 from test.summary.test_summarizing import CASES
 
 T0 = 1_700_000_000 * 10**9
@@ -90,7 +98,7 @@ def splits(draw: st.DrawFn) -> tuple[EventRecord, list[EventRecord]]:
     """A record and the growing prefixes it is folded through, ending with itself."""
     record = draw(records())
     cuts = sorted(draw(st.sets(st.integers(0, len(record)), max_size=5)) | {len(record)})
-    return record, [_prefix(record, n) for n in cuts]
+    return record, [prefix(record, n) for n in cuts]
 
 
 @st.composite
@@ -99,10 +107,6 @@ def gap_sets(draw: st.DrawFn) -> tuple[tuple[int, int], ...]:
     bounds = sorted(draw(st.sets(st.integers(-3600, 40 * 3600), max_size=8)))
     pairs = list(zip(bounds[::2], bounds[1::2], strict=False))
     return tuple((T0 + a * S, T0 + b * S) for a, b in pairs if b > a)
-
-
-def _prefix(record: EventRecord, n: int) -> EventRecord:
-    return EventRecord.trusted(record.timestamps[:n], record.flags[:n])
 
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -133,25 +137,6 @@ def test_the_period_fold_is_record_periods_piece_by_piece(
         assert first + closed == record_periods(piece)
 
 
-def _settled_figures(
-    record: EventRecord, gaps: tuple[tuple[int, int], ...]
-) -> tuple[int, int, int, Growth]:
-    """Up, down, last and growth as the chip tally settled them before it folded: from
-    ``resource_availability`` at the last event, and one nanosecond past it."""
-    last = max(record.timestamps)
-    before = gaps_before(gaps, last)
-    resource = Resource(Kind.NODEPOOL, "k", record, {}, unobserved=before)
-    figures = resource_availability(resource, Window(now=last))
-    assert figures is not None
-    probe = resource_availability(resource, Window(now=last + 1, since=last))
-    growth = Growth.NEITHER
-    if probe is not None and probe.times.up:
-        growth = Growth.UP
-    elif probe is not None and probe.times.down:
-        growth = Growth.DOWN
-    return figures.times.up, figures.times.down, last, growth
-
-
 @SETTINGS
 @given(splits(), gap_sets())
 def test_the_availability_fold_is_resource_availability_piece_by_piece(
@@ -163,7 +148,7 @@ def test_the_availability_fold_is_resource_availability_piece_by_piece(
         if not piece.timestamps:
             continue
         fold.fold(piece, gaps)
-        assert (fold.up, fold.down, fold.latest, fold.growth()) == _settled_figures(piece, gaps)
+        assert (fold.up, fold.down, fold.latest, fold.growth()) == settled_figures(piece, gaps)
 
 
 def test_extends_is_an_append_only() -> None:
@@ -181,7 +166,7 @@ def test_the_go_summarizers_cases_fold_to_its_figures_from_every_split(name: str
     split point, the summary at the case's ``now`` is the Go figure."""
     case = CASES[name]
     for cut in range(len(case.record) + 1):
-        fold = SummaryFold().fold(_prefix(case.record, cut)).fold(case.record)
+        fold = SummaryFold().fold(prefix(case.record, cut)).fold(case.record)
         assert summary_at(case.record, fold.settled(), case.now) == case.want
 
 
@@ -201,9 +186,9 @@ def test_a_failed_band_across_an_instant_up_is_one_band_as_the_definition_reads_
         bytes((failed, FLAG_UP, failed, failed, FLAG_UP)),
     )
     for cut in range(1, len(record) + 1):
-        for whole in (_prefix(record, cut), record):
-            fold = AvailabilityFold().fold(_prefix(record, cut), gaps).fold(whole, gaps)
-            assert (fold.up, fold.down, fold.latest, fold.growth()) == _settled_figures(whole, gaps)
+        for whole in (prefix(record, cut), record):
+            fold = AvailabilityFold().fold(prefix(record, cut), gaps).fold(whole, gaps)
+            assert (fold.up, fold.down, fold.latest, fold.growth()) == settled_figures(whole, gaps)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -221,18 +206,26 @@ def test_histories_megamon_wrote_fold_to_the_batch_figures_split_anywhere(
     for resource in resources:
         record = resource.record
         cuts = sorted({random.randint(0, len(record)) for _ in range(3)} | {len(record)})
-        summary, periods, availability, closed = SummaryFold(), PeriodFold(), AvailabilityFold(), []
-        for cut in cuts:
-            piece = _prefix(record, cut)
-            summary.fold(piece)
-            closed += periods.fold(piece)
-            if piece.timestamps:
-                availability.fold(piece, resource.unobserved)
-        assert summary.settled() == settle(record)
-        first = [periods.provisioning] if periods.provisioning is not None else []
-        assert first + closed == record_periods(record)
-        if record.timestamps:
-            figures = (availability.up, availability.down, availability.latest)
-            assert (*figures, availability.growth()) == _settled_figures(
-                record, resource.unobserved
-            )
+        assert fold_problems(resource, cuts) == []
+
+
+LONG = EventRecord.trusted(
+    tuple(T0 + i * H for i in range(EVERY_SPLIT_UP_TO + 10)),
+    bytes(FLAG_UP if i % 3 else FLAG_FAILED for i in range(EVERY_SPLIT_UP_TO + 10)),
+)
+
+
+def test_the_split_points_of_a_written_history_are_every_one_or_the_same_draw_every_run() -> None:
+    """``foldcheck.split_points`` (the end of every emulator scenario): a short record is
+    split at every point and folded event by event; a long one at points its key draws,
+    the same every time, inside it."""
+    short = Resource(Kind.NODEPOOL, "np", prefix(LONG, 3), {})
+    assert split_points(short) == [[0, 3], [1, 3], [2, 3], [0, 1, 2, 3]]
+    long = Resource(Kind.NODEPOOL, "np", LONG, {})
+    drawn = split_points(long)
+    assert drawn == split_points(Resource(Kind.NODEPOOL, "np", LONG, {}))
+    assert drawn != split_points(Resource(Kind.NODEPOOL, "other", LONG, {}))
+    assert len(drawn) == SAMPLED_SPLITS + 1
+    assert all(0 < cut < len(LONG) for cuts in drawn for cut in cuts[:-1])
+    assert all(cuts == sorted(set(cuts)) and cuts[-1] == len(LONG) for cuts in drawn)
+    assert all(fold_problems(long, cuts) == [] for cuts in drawn)

@@ -18,13 +18,15 @@ from megamon.domain.interruptions import MAINTENANCE, NO_CAUSE, NODE_LOST, Cause
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
 from megamon.domain.reports import Report
+from megamon.domain.timestamps import GO_ZERO_NS
 from megamon.recording.eventlog import UNOBSERVED_SLACK_NS, EventLog
 from megamon.stores.local import LocalEventStore
 from megamon.stores.memory import MemoryEventStore
 from megamon.stores.objects import ObjectEventStore
 from megamon.summary.assembly import CORRUPT, MISSING, STALE, ReportAssembly
-from megamon.summary.foldstate import STATE_VERSION, StateError, decode_state
+from megamon.summary.foldstate import STATE_VERSION, StateError, decode_state, encode_state
 from megamon.summary.summarizing import SummaryFold
+from test.summary.foldcheck import history_fold_problems, summary_state_problems
 
 S = 10**9
 H = 3600 * S
@@ -155,6 +157,27 @@ def _restart_and_compare(new_store: Callable[[], Any], step: int) -> tuple[Proce
     reference.log = started.log
     assert _figures(reference.report(T0 + step * H)) == _figures(report)
     return started, report
+
+
+def test_a_history_from_gos_zero_time_keeps_its_state_beside_the_snapshot(
+    new_store: Callable[[], Any],
+) -> None:
+    """A Go-written history whose first event is stamped with Go's zero time (below what 64
+    bits hold in nanoseconds): the state beside the snapshot is written and read back, and a
+    start takes it, to the figures of a replay."""
+    go_written = (
+        b'{"np0":{"upEvents":[{"up":false,"ts":"0001-01-01T00:00:00Z"},'
+        b'{"up":true,"ts":"2026-06-01T00:00:00Z"}]},'
+        b'"np1":{"upEvents":[{"up":false,"ts":"2026-05-31T23:00:00Z"}]}}'
+    )
+    store = new_store()
+    store.log.backend.upload("node-pools.json", go_written, 0)
+    _run(new_store(), range(1, 4))
+    state = decode_state(new_store().log.read_summary_state(Kind.NODEPOOL))
+    assert state.resources["np0"].bounds is not None
+    assert state.resources["np0"].bounds[0] == GO_ZERO_NS
+    started, _ = _restart_and_compare(new_store, 4)
+    assert started.rebuilt == []
 
 
 def test_a_start_up_reads_the_state_and_folds_only_the_new_events(
@@ -291,3 +314,43 @@ def test_a_history_that_does_not_extend_what_was_folded_is_folded_afresh(
     reference = Process(new_store(), state=False)
     reference.observations, reference.log = started.observations, started.log
     assert _figures(reference.report(T0 + 8 * H)) == _figures(report)
+
+
+def test_the_state_a_start_reads_is_what_a_replay_folds(new_store: Callable[[], Any]) -> None:
+    """``foldcheck`` (the end of every emulator scenario): every resource of the state
+    written at shutdown has the folds of its events, and the history folds in pieces."""
+    _run(new_store(), range(10))
+    compared, problems = summary_state_problems(new_store(), KINDS)
+    assert problems == []
+    assert compared == 9  # np3 retired: the state holds the live resources
+    assert history_fold_problems(new_store(), KINDS, T0 + 10 * H) == []
+
+
+@pytest.mark.parametrize("part", ["summary", "periods", "histogram", "availability"])
+def test_a_persisted_fold_that_is_not_the_replays_is_found(
+    new_store: Callable[[], Any], part: str
+) -> None:
+    """A state that decodes and whose snapshot and bounds hold, but one fold of which is
+    not what its events fold to: ``foldcheck`` names it (a start would take it)."""
+    _run(new_store(), range(10))
+    data = new_store().log.read_summary_state(Kind.NODEPOOL)
+    assert data is not None
+    state = decode_state(data)
+    resource = state.resources["np1"]
+    if part == "summary":
+        assert resource.summary is not None
+        resource.summary.totals.up_time += 1
+    elif part == "periods":
+        assert resource.periods is not None
+        resource.periods.fold.up_since += 1
+    elif part == "histogram":
+        assert resource.periods is not None
+        histogram, _ = next(iter(resource.periods.contribution.values()))
+        histogram.count += 1
+    else:
+        assert resource.availability is not None
+        resource.availability.down += 1
+    new_store().log.write_summary_state(Kind.NODEPOOL, encode_state(state))
+    _, problems = summary_state_problems(new_store(), KINDS)
+    assert len(problems) == 1
+    assert problems[0].startswith("nodepool np1: the summary state of its first")

@@ -17,8 +17,11 @@ from kubernetes import config
 
 from internal.fakegke import FakeGke
 from internal.fakekube.fakekube import FakeKube
+from megamon.domain.kinds import Kind
+from megamon.stores.local import LocalEventStore
 from test.crosssurface import PASSED, check_history, dump_store
 from test.integration.scenarios.world import World, Written
+from test.summary.foldcheck import history_fold_problems, summary_state_problems
 
 REAL_CLUSTER_ENV = "MEGAMON_TEST_KUBECONFIG"
 
@@ -43,7 +46,9 @@ def kube_api(tmp_path: Path) -> Iterator[Any]:
 
 def check_histories(world: World, scratch: Path) -> None:
     """The cross-surface check (``test.crosssurface``) on each history the scenario's
-    megamons wrote, as the last one on it left it."""
+    megamons wrote, as the last one on it left it; then the folds on it
+    (``test.summary.foldcheck``): every lifetime folded in pieces gives the batch figures,
+    and the summary state persisted beside each snapshot is the folds of its events."""
     last: dict[int, Written] = {}
     for written in world.histories:
         last[id(written.store)] = written
@@ -61,6 +66,18 @@ def check_histories(world: World, scratch: Path) -> None:
             cycle_ns=written.cycle_ns,
             config=config,
         )
+        check_folds(root, written)
+
+
+def check_folds(root: Path, written: Written) -> None:
+    """The summaries' folds on the history at ``root`` equal their batch definitions, and
+    what a restart would read from the persisted summary state, a replay."""
+    kinds = [*Kind, *(description.kind for description in written.described)]
+    store = LocalEventStore(root)
+    problems = history_fold_problems(store, kinds, written.now)
+    problems += summary_state_problems(store, kinds)[1]
+    lines = "\n  ".join(problems)
+    assert not problems, f"{root}: the folds disagree with their definitions:\n  {lines}"
 
 
 @pytest.fixture

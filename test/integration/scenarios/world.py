@@ -470,7 +470,11 @@ class Megamon:
         self.described = tuple(described)
         self.cycle_ns = int(aggregation_s * 10**9)
         self.store = store or MemoryEventStore()
-        assembly = ReportAssembly(kinds, self.store, unobserved_slack_ns=UNOBSERVED_SLACK_NS)
+        # The summary state written beside each snapshot and read at start, as ``megamon run``
+        # keeps it (the end-of-scenario check compares it with a replay).
+        assembly = ReportAssembly(
+            kinds, self.store, unobserved_slack_ns=UNOBSERVED_SLACK_NS, state_store=self.store.log
+        )
         self.aggregator = Aggregator(
             # One lease holder for every Megamon of a test: a restarted one takes its
             # predecessor's lease at once, as a restarted process does (``holder_gone``).
@@ -479,6 +483,7 @@ class Megamon:
                 required_kinds(frozenset(kinds)),
                 holder=HOLDER,
                 on_retired=assembly.retired,
+                on_snapshot=assembly.snapshotted,
             ),
             assembly=assembly,
             cluster=self.cluster,
