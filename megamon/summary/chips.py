@@ -26,11 +26,33 @@ def chips_of(figures: ResourceAvailability) -> int:
     return value if type(value) is int and value > 0 else 0
 
 
+class UpDownChipTime:
+    """Chip time up and down, summed as integer chip-nanoseconds (exact, whatever order it
+    was added in), and what the reports print of it. A base of the dataclasses that hold
+    ``up_chip_ns`` and ``down_chip_ns``."""
+
+    __slots__ = ()
+    up_chip_ns: int
+    down_chip_ns: int
+
+    @property
+    def up_chip_seconds(self) -> float:
+        return seconds(self.up_chip_ns)
+
+    @property
+    def down_chip_seconds(self) -> float:
+        return seconds(self.down_chip_ns)
+
+    @property
+    def availability(self) -> float | None:
+        """Percent of the chip time up, of that up or down; ``None`` without any."""
+        return availability_percent(self.up_chip_ns, self.down_chip_ns)
+
+
 @dataclass(frozen=True, slots=True)
-class ChipFigures:
-    """Chip time of one kind, accelerator and topology over the window, in integer
-    chip-nanoseconds: exact, so that the chip tally kept from cycle to cycle
-    (``summary.chiptally``) equals it, whatever order the resources were added in."""
+class ChipFigures(UpDownChipTime):
+    """Chip time of one kind, accelerator and topology over the window: exact, so that the
+    chip tally kept from cycle to cycle (``summary.chiptally``) equals it."""
 
     kind: Kind
     accelerator: str
@@ -39,21 +61,6 @@ class ChipFigures:
     """Chips of the resources counted (each lifetime once)."""
     up_chip_ns: int
     down_chip_ns: int
-
-    @property
-    def up_chip_seconds(self) -> float:
-        """As the report prints it."""
-        return seconds(self.up_chip_ns)
-
-    @property
-    def down_chip_seconds(self) -> float:
-        """As the report prints it."""
-        return seconds(self.down_chip_ns)
-
-    @property
-    def availability(self) -> float | None:
-        """Percent of the chip time up, of that up or down; ``None`` without any."""
-        return availability_percent(self.up_chip_ns, self.down_chip_ns)
 
 
 @dataclass(frozen=True, slots=True)

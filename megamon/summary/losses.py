@@ -45,11 +45,10 @@ from megamon.summary.availability import (
     ResourceAvailability,
     Window,
     aggregate_group,
-    availability_percent,
     monotonic_prefix,
     shape_order,
 )
-from megamon.summary.chips import chips_of
+from megamon.summary.chips import UpDownChipTime, chips_of
 
 _DOWN_STATES = (BandState.DOWN, BandState.FAILED)
 _STUCK = (ProvisioningState.FAILED, ProvisioningState.PROVISIONING)
@@ -157,7 +156,7 @@ def failed_provisioning_time(figures: ResourceAvailability) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class KindLosses:
+class KindLosses(UpDownChipTime):
     """What one kind lost over the window, weighed by chips (integer chip-nanoseconds; the
     ``_seconds`` properties are what the report prints)."""
 
@@ -170,19 +169,6 @@ class KindLosses:
     failed_provisioning_chip_ns: int
     interruptions_by_reason: Mapping[str, int]
     """Interruptions that began in the window, by reason (every resource, chips or not)."""
-
-    @property
-    def availability(self) -> float | None:
-        """Percent of the chip time up, of that up or down; ``None`` without any."""
-        return availability_percent(self.up_chip_ns, self.down_chip_ns)
-
-    @property
-    def up_chip_seconds(self) -> float:
-        return seconds(self.up_chip_ns)
-
-    @property
-    def down_chip_seconds(self) -> float:
-        return seconds(self.down_chip_ns)
 
     @property
     def down_chip_seconds_by_reason(self) -> dict[str, float]:
