@@ -26,8 +26,7 @@ from megamon.sources.kube.projections import jobset_view, node_view
 from megamon.sources.kube.snapshot import ClusterSnapshot
 from megamon.stores.local import LocalEventStore
 from megamon.summary.assembly import ReportAssembly
-from megamon.summary.availability import Window, availability_report
-from megamon.summary.chips import chip_figures
+from test.summary.foldcheck import report_ratios
 
 S = 10**9
 H = 3600 * S
@@ -196,15 +195,11 @@ def report_chips(directory: Path, now: int, capsys: pytest.CaptureFixture[str]) 
 
 def recounted_chips(directory: Path, now: int) -> dict[tuple[str, str], float]:
     """The report's chip figures recounted from the directory, as ``megamon report`` reads
-    it, summed per kind and accelerator in integer chip-nanoseconds: the ratio of those
-    sums is the gauge's exactly (the JSON's percentage is a rounded figure of it)."""
-    resources = read_resources(LocalEventStore(directory), sorted(KINDS), {}, now)
-    sums: dict[tuple[str, str], list[int]] = {}
-    for chips in chip_figures(availability_report(resources, Window(now=now)).resources):
-        found = sums.setdefault((chips.kind.value, chips.accelerator), [0, 0])
-        found[0] += chips.up_chip_ns
-        found[1] += chips.down_chip_ns
-    return {group: up / (up + down) for group, (up, down) in sums.items() if up + down > 0}
+    it: the ratio of the integer sums is the gauge's exactly (the JSON's percentage is a
+    rounded figure of it)."""
+    return report_ratios(
+        list(read_resources(LocalEventStore(directory), sorted(KINDS), {}, now)), now
+    )
 
 
 def test_the_gauge_is_the_reports_chip_availability_for_the_same_history_and_now(

@@ -25,7 +25,13 @@ from megamon.domain.kinds import Kind
 from megamon.fleet.resources import read_resources
 from megamon.recording.loading import load_kind
 from megamon.stores.base import EventStore
-from megamon.summary.availability import Resource, Window, resource_availability
+from megamon.summary.availability import (
+    Resource,
+    Window,
+    availability_report,
+    resource_availability,
+)
+from megamon.summary.chips import chip_figures
 from megamon.summary.chiptally import AvailabilityFold, Growth, Span, gaps_before
 from megamon.summary.distributions import DistributionTally, PeriodFold, record_periods
 from megamon.summary.foldstate import (
@@ -224,3 +230,14 @@ def _periods_problems(kind: Kind, periods: Periods, record: EventRecord) -> list
         if lost != want_lost:
             problems.append(f"{label}: {lost} chip-nanoseconds down, replay {want_lost}")
     return problems
+
+
+def report_ratios(resources: list[Resource], now: int) -> dict[tuple[str, str], float]:
+    """What ``megamon report`` prints, summed over topologies per kind and accelerator in
+    integer chip-nanoseconds (exact, so the ratio of the sums is the tally's to the bit)."""
+    sums: dict[tuple[str, str], list[int]] = {}
+    for chips in chip_figures(availability_report(resources, Window(now=now)).resources):
+        found = sums.setdefault((chips.kind.value, chips.accelerator), [0, 0])
+        found[0] += chips.up_chip_ns
+        found[1] += chips.down_chip_ns
+    return {group: up / (up + down) for group, (up, down) in sums.items() if up + down > 0}

@@ -17,9 +17,9 @@ from megamon.domain.observations import Attrs, Observation
 from megamon.recording.appending import reconcile
 from megamon.recording.replay import add_span
 from megamon.summary import chiptally
-from megamon.summary.availability import Resource, Window, availability_report, unobserved_gaps
-from megamon.summary.chips import chip_figures
+from megamon.summary.availability import Resource, Window, unobserved_gaps
 from megamon.summary.chiptally import ChipTally
+from test.summary.foldcheck import report_ratios
 
 S = 10**9
 T0 = 1_780_272_000 * S
@@ -87,17 +87,6 @@ class World:
             for e in self.archived
         ]
         return live + archived
-
-
-def report_ratios(resources: list[Resource], now: int) -> dict[tuple[str, str], float]:
-    """What ``megamon report`` prints, summed over topologies per kind and accelerator in
-    integer chip-nanoseconds (exact, so the ratio of the sums is the tally's to the bit)."""
-    sums: dict[tuple[str, str], list[int]] = {}
-    for chips in chip_figures(availability_report(resources, Window(now=now)).resources):
-        found = sums.setdefault((chips.kind.value, chips.accelerator), [0, 0])
-        found[0] += chips.up_chip_ns
-        found[1] += chips.down_chip_ns
-    return {group: up / (up + down) for group, (up, down) in sums.items() if up + down > 0}
 
 
 CYCLE = st.fixed_dictionaries(
