@@ -164,7 +164,7 @@ def run_size(size: fleet_objects.Size, args: argparse.Namespace) -> SizeResult:
         for events in args.histories:
             print(f"[{size.name}] (c-e) with {events} events per resource ...", flush=True)
             again = [*common, "--gke", server["gke"], "--cycles", str(args.cycles)]
-            again += ["--history", str(events)]
+            again += ["--size", size.name, "--history", str(events)]
             result.by_history[events] = probe("cycles", again, timeout=args.timeout * 4)
             if not args.skip_tuned:
                 print(f"[{size.name}] ... and with the recommended GC settings ...", flush=True)
