@@ -39,6 +39,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -298,7 +299,7 @@ def probe_cycles(args: argparse.Namespace) -> dict[str, Any]:
         f"/clusters/{fleet_objects.CLUSTER}",
         make_client(args.gke),
         policies=ComputeWorkloadPolicies(
-            fleet_objects.PROJECT, fleet_objects.REGION, make_compute_client(args.gke)
+            fleet_objects.PROJECT, fleet_objects.REGION, partial(make_compute_client, args.gke)
         ),
     )
     pools, poll_wall, poll_cpu = _timed(lister.list_node_pools)

@@ -5,6 +5,9 @@ placed by one."""
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
+from functools import partial
 
 import pytest
 from google.auth import exceptions as auth_exceptions
@@ -42,7 +45,7 @@ def policies(
     return ComputeWorkloadPolicies(
         PROJECT,
         REGION,
-        make_compute_client(fake.endpoint),
+        partial(make_compute_client, fake.endpoint),
         instruments=Instruments("megamon", registry or CollectorRegistry()),
         initial_backoff=0.01,
         deadline=1.0,
@@ -112,7 +115,7 @@ def test_an_unreachable_api_gives_up_within_the_deadline() -> None:
     reader = ComputeWorkloadPolicies(
         PROJECT,
         REGION,
-        make_compute_client("http://127.0.0.1:9"),
+        partial(make_compute_client, "http://127.0.0.1:9"),
         initial_backoff=0.01,
         deadline=0.5,
         timeout=0.2,
@@ -157,3 +160,13 @@ def test_the_client_is_made_at_the_first_policy_and_missing_credentials_are_its_
     with pytest.raises(SourceError, match=r"resourcePolicies/wp: no Google Cloud credentials"):
         reader.topology("wp")
     assert made == [1]
+
+
+def test_the_compute_client_module_is_loaded_only_when_a_policy_is_read() -> None:
+    """``google.cloud.compute_v1`` weighs about 150 MB in a process: megamon's wiring does not
+    load it, so a fleet without workload policies never pays for it."""
+    code = (
+        "import sys, megamon.app, megamon.cli.main; "
+        "sys.exit('google.cloud.compute_v1' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -18,7 +18,9 @@ nodes, when it has some).
 
 The client is made at the first policy to read, not at start: a cluster without TPU7x
 multi-host pools never needs Compute Engine, and missing credentials for it are such a
-failure of the pools that need it, never a start-up failure of megamon.
+failure of the pools that need it, never a start-up failure of megamon. So is its module:
+``google.cloud.compute_v1`` holds every Compute Engine message, and importing it costs a
+process about 150 MB, which a fleet without workload policies never pays.
 """
 
 from __future__ import annotations
@@ -28,13 +30,12 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from google.api_core import exceptions as api_exceptions
 from google.api_core import retry as api_retry
 from google.auth import exceptions as auth_exceptions
 from google.auth.credentials import AnonymousCredentials
-from google.cloud import compute_v1
 
 from megamon.errors import SourceError
 from megamon.sources.gke.calls import FAILURES, RETRYABLE
@@ -50,6 +51,9 @@ _POLICY_PATH = re.compile(
 )
 
 log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from google.cloud.compute_v1 import ResourcePoliciesClient as Client
 
 
 class WorkloadPolicies(Protocol):
@@ -84,22 +88,17 @@ def policy_ref(policy: str, project: str, region: str) -> PolicyRef:
     return PolicyRef(match["project"], match["region"], match["name"])
 
 
-def make_compute_client(endpoint: str = "") -> compute_v1.ResourcePoliciesClient:
+def make_compute_client(endpoint: str = "") -> Client:
     """A REST client (the only transport compute_v1 has); an ``http://`` endpoint (an
     emulator) gets anonymous credentials, as the GKE client does."""
+    from google.cloud import compute_v1  # noqa: PLC0415 - heavy: only when a policy is read
+
     if not endpoint:
         return compute_v1.ResourcePoliciesClient(transport="rest")
     credentials = AnonymousCredentials() if endpoint.startswith("http://") else None  # type: ignore[no-untyped-call]
     return compute_v1.ResourcePoliciesClient(
         transport="rest", client_options={"api_endpoint": endpoint}, credentials=credentials
     )
-
-
-Client = compute_v1.ResourcePoliciesClient
-
-
-def _given(client: Client) -> Callable[[], Client]:
-    return lambda: client
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +114,7 @@ class ComputeWorkloadPolicies:
         self,
         project: str,
         region: str,
-        client: Client | Callable[[], Client],
+        connect: Callable[[], Client],
         *,
         instruments: Instruments | None = None,
         timeout: float = DEFAULT_TIMEOUT,
@@ -126,8 +125,8 @@ class ComputeWorkloadPolicies:
     ) -> None:
         self._project = project
         self._region = region
-        self._client: compute_v1.ResourcePoliciesClient | None = None
-        self._connect = _given(client) if isinstance(client, Client) else client
+        self._client: Client | None = None
+        self._connect = connect
         self._instruments = instruments or Instruments.unregistered()
         self._timeout = timeout
         self._retry = api_retry.Retry(
@@ -157,7 +156,7 @@ class ComputeWorkloadPolicies:
         self._topologies[ref] = topology
         return topology
 
-    def _connected(self, ref: PolicyRef) -> compute_v1.ResourcePoliciesClient:
+    def _connected(self, ref: PolicyRef) -> Client:
         if self._client is None:
             try:
                 self._client = self._connect()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from kubernetes import client as k8s
@@ -494,7 +495,7 @@ class Megamon:
                 policies=ComputeWorkloadPolicies(
                     PROJECT,
                     region_of(LOCATION),
-                    make_compute_client(world.gke.endpoint),
+                    partial(make_compute_client, world.gke.endpoint),
                     instruments=self.instruments,
                     deadline=5.0,
                     initial_backoff=0.05,
