@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from internal.fakegke.errors import ApiError
-from internal.fakegke.faults import FaultPlan, make_fault
+from internal.fakegke.faults import Fault, FaultPlan, make_fault
 from internal.fakegke.routes import (
     ADMIN_PREFIX,
     API_PREFIXES,
@@ -318,3 +318,7 @@ class FakeGke:
     def clear_faults(self) -> None:
         """Drop every pending fault."""
         self._state.faults.clear()
+
+    def pending_faults(self) -> list[Fault]:
+        """Copies of the faults that still apply to some request."""
+        return self._state.faults.pending()

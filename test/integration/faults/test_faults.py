@@ -247,13 +247,37 @@ def test_gke_403_keeps_readiness_and_shows_stale_data(
     assert "403" in fresh_rig.processes[0].log()
 
 
+def _once_the_500s_are_retried(rig: Rig) -> None:
+    """Wait until the client has taken every pending fault. A retry sleeps a random part of
+    its backoff, so 500s may still be pending when the slow answers are scripted; a slow
+    fault added then joins them (a slow failure each, then more backoff), and one
+    ListNodePools call can outlast the scenario, so that pool b, created at 12 s, is never
+    seen (which happened under load with five 500s and two 3 s answers). Waiting keeps the
+    two faults one after the other, as the case means them."""
+    deadline = time.monotonic() + 10.0
+    while rig.gke.pending_faults():
+        if time.monotonic() > deadline:
+            raise AssertionError("megamon did not retry GKE's 500s within 10 s")
+        time.sleep(0.05)
+
+
 def test_gke_500s_and_timeouts(fresh_rig: Rig, clean_history: History) -> None:
-    """GKE answers 500s, then answers slowly. The client retries the 500s; the slow polls delay
-    only the polling loop.
+    """GKE answers 500s, then (once they are retried) answers slowly. The client retries the
+    500s; the slow polls delay only the polling loop.
+
+    The worst case fits the scenario: the 500s from 3 s are taken by 4.75 s (a poll within
+    a second, then retries after at most 0.25 s and 0.5 s), the two slow polls (2 s each, the
+    first within a second of 6 s) end by 12 s, and the next poll sees pool b by 13 s, as the
+    clean run does.
     """
+
+    def slow(r: Rig) -> None:
+        _once_the_500s_are_retried(r)
+        r.gke.inject_fault(latency_seconds=2.0, count=2)
+
     faults = [
-        (3.0, "GKE 500s", lambda r: r.gke.inject_fault(status=500, count=5)),
-        (6.0, "GKE slow", lambda r: r.gke.inject_fault(latency_seconds=3.0, count=2)),
+        (3.0, "GKE 500s", lambda r: r.gke.inject_fault(status=500, count=3)),
+        (6.0, "GKE slow, once the 500s are retried", slow),
     ]
     assert_same_history(clean_history, run_scenario(fresh_rig, faults), TOLERANCE_S)
 
