@@ -300,18 +300,19 @@ class DistributionTally:
         else:
             self.chip_ns.pop(chip_key, None)
 
-    def _add_contribution(
-        self, kind: str, shape: Shape, contribution: Contribution, chips: int
+    def _merge(
+        self, kind: str, shape: Shape, contribution: Contribution, chips: int, times: int = 1
     ) -> None:
-        """Add one resource's persisted contribution to the histograms (start-up)."""
+        """Add one resource's contribution to the histograms and the chip time down (a
+        persisted one, at start-up), or take it back (``times`` -1, when it is recounted)."""
         for (measure, label), (part, lost) in contribution.items():
             key = SeriesKey(measure, kind, shape, label)
             histogram = self.histograms.get(key)
             if histogram is None:
                 histogram = self.histograms[key] = Histogram()
-            histogram.merge(part)
+            histogram.merge(part, times)
             if lost[0] and chips:
-                self._add_chip_ns((kind, shape, label), lost[0])
+                self._add_chip_ns((kind, shape, label), lost[0] * times)
 
     def chips_down(self, now: int) -> dict[ChipKey, int]:
         """Chip-nanoseconds down by kind, shape and reason: closed interruptions (retired
@@ -395,7 +396,7 @@ class DistributionTally:
         persisted summary state) for ``key``, without reading its history. Its ``open`` is
         left ``None``, so the next ``update`` counts the lead time of an interruption still
         open, as a start from the history does."""
-        self._add_contribution(kind, counted.shape, counted.contribution, counted.chips)
+        self._merge(kind, counted.shape, counted.contribution, counted.chips)
         self._counted.setdefault(kind, {})[key] = counted
 
     def counted(self, kind: str) -> Mapping[str, Counted]:
@@ -441,7 +442,7 @@ class DistributionTally:
                     self._apply(kind, shape, closed, 1, chips, contribution=contribution)
                 return fold, contribution
             # counted under another shape or chip count (rare): every period moves
-            self._take_back(kind, found)
+            self._merge(kind, found.shape, found.contribution, found.chips, -1)
             fold.fold(record)
             fresh: Contribution = {}
             self._apply(kind, shape, record_periods(record), 1, chips, contribution=fresh)
@@ -450,18 +451,10 @@ class DistributionTally:
         closed = fold.fold(record)
         periods = [fold.provisioning, *closed] if fold.provisioning is not None else closed
         if found is not None:
-            self._take_back(kind, found)
+            self._merge(kind, found.shape, found.contribution, found.chips, -1)
         fresh = {}
         self._apply(kind, shape, periods, 1, chips, contribution=fresh)
         return fold, fresh
-
-    def _take_back(self, kind: str, found: Counted) -> None:
-        """Take ``found``'s periods out of the histograms."""
-        for (measure, label), (part, lost) in found.contribution.items():
-            key = SeriesKey(measure, kind, found.shape, label)
-            self.histograms[key].merge(part, -1)
-            if lost[0] and found.chips:
-                self._add_chip_ns((kind, found.shape, label), -lost[0])
 
     def add_archived(self, kind: str, record: EventRecord, attrs: Mapping[str, object]) -> None:
         """A retired resource's history (from the archive, at start): counted once."""
