@@ -24,6 +24,14 @@ from prometheus_client.openmetrics.parser import (
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.utils import floatToGoString
 
+from megamon.domain.distributions import (
+    MAINTENANCE_LEAD_TIME,
+    PROVISIONING,
+    TIME_TO_RECOVER,
+    SeriesKey,
+    Shape,
+)
+from megamon.domain.distributions import Histogram as Distribution
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
 from megamon.domain.reports import KindReport, Report, ScheduledJob
@@ -163,7 +171,29 @@ def fleet_report() -> Report:
         },
         scheduling={"a": ScheduledJob(job_name="js-0-slice-0", jobset_name="js-0")},
         observed_at={"gke": T, "kubernetes": T - S},
+        distributions=tuple(
+            (SeriesKey(measure, kind, Shape(*shape), label), histogram(*durations))
+            for measure, kind, shape, label, durations in (
+                (
+                    TIME_TO_RECOVER,
+                    "nodepool",
+                    ("tpu-v5p-slice", "2x2x2", True),
+                    "maintenance",
+                    (60 * S, 3 * S + 1, 10**6 * S),
+                ),
+                (TIME_TO_RECOVER, "nodepool", ("tpu-v5p-slice", "2x2x2"), AWKWARD, (0,)),
+                (PROVISIONING, "jobset", ("",), "success", (90 * S,)),
+                (MAINTENANCE_LEAD_TIME, "nodepool", ("tpu7x",), "true", (7_200 * S, 1)),
+            )
+        ),
     )
+
+
+def histogram(*durations: int) -> Distribution:
+    found = Distribution()
+    for ns in durations:
+        found.add(ns)
+    return found
 
 
 def test_a_fleet_renders_exactly_as_prometheus_client_renders_it() -> None:
@@ -171,6 +201,7 @@ def test_a_fleet_renders_exactly_as_prometheus_client_renders_it() -> None:
     assert b'nodepool_name="pool \\"a\\"\\\\b\\nc' in text
     assert b"megamon_nodepool_up_time_seconds{" in text
     assert b"e+" in text  # a value of a million seconds or more, in Go's exponent form
+    assert b"# TYPE megamon_nodepool_time_to_recover_seconds histogram\n" in text
 
 
 def test_openmetrics_renders_exactly_as_prometheus_client_renders_it() -> None:
@@ -320,7 +351,22 @@ def reports(draw: st.DrawFn) -> Report:
                     provisioning_state=draw(st.sampled_from(list(ProvisioningState))),
                 )
         kinds[kind] = KindReport(observations=observations, summaries=summaries)
-    return Report(generated_at=draw(_ns), kinds=kinds)
+    series = draw(
+        st.dictionaries(
+            st.tuples(
+                st.sampled_from([TIME_TO_RECOVER, PROVISIONING]),
+                st.sampled_from([kind.value for kind in Kind]),
+                st.builds(Shape, _text, st.sampled_from(["", "4x4"]), st.booleans()),
+                _text,
+            ),
+            st.lists(st.integers(min_value=0, max_value=10**15), min_size=1, max_size=4),
+            max_size=3,
+        )
+    )
+    distributions = tuple(
+        (SeriesKey(*key), histogram(*durations)) for key, durations in series.items()
+    )
+    return Report(generated_at=draw(_ns), kinds=kinds, distributions=distributions)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -342,3 +388,75 @@ def test_no_created_series_on_metrics_but_the_registry_keeps_them() -> None:
     assert b"_created" in reference.generate_latest(registry)
     collected = {s.name for family in registry.collect() for s in family.samples}
     assert "megamon_observation_errors_created" in collected
+
+
+_SUMMARIES = [
+    None,
+    Summary(),
+    summary(ProvisioningState.SUCCESS),
+    summary(ProvisioningState.SUCCESS, big=True),
+    summary(ProvisioningState.PROVISIONING),
+    summary(ProvisioningState.FAILED).model_copy(update={"up_time": 7 * S}),
+    # the same settled figures with time run on: only the running values differ
+    summary(ProvisioningState.SUCCESS).model_copy(update={"up_time": 98_775 * S}),
+    summary(ProvisioningState.SUCCESS).model_copy(update={"down_time": 1_244 * S}),
+    summary(ProvisioningState.PROVISIONING).model_copy(update={"provisioning_duration": 9 * S}),
+    summary(ProvisioningState.PROVISIONING).model_copy(update={"down_time": 0, "up_time": 0}),
+]
+
+
+@st.composite
+def scrapes(draw: st.DrawFn) -> list[Report]:
+    """Reports in sequence, as one collector scrapes them: the same observation objects
+    (the observers hand them back while nothing changed) with summaries that change or not,
+    observations replaced (other attrs, other restarts), resources that come and go."""
+    keys = [f"k{i}" for i in range(draw(st.integers(1, 5)))]
+    variants = {
+        key: [
+            Observation.build(
+                expected=2,
+                ready=ready,
+                attrs=Attrs(jobset_uid=key, tpu_topology=topology, tpu_chip_count=chips),
+            ).model_copy(update={"restart_counts": restarts})
+            for ready, topology, chips, restarts in (
+                (2, "2x2", 4, (("jobset", 1),)),
+                (1, "2x2", 4, (("jobset", 2), ("in-place", 1))),
+                (2, "4x4", 16, ()),
+            )
+        ]
+        for key in keys
+    }
+    reports = []
+    for n in range(draw(st.integers(2, 5))):
+        kinds = {}
+        for kind in (Kind.NODEPOOL, Kind.JOBSET):
+            observations, summaries = {}, {}
+            for key in keys:
+                variant = draw(st.integers(-1, 2))
+                if variant < 0:
+                    continue
+                observations[key] = variants[key][variant]
+                found = draw(st.sampled_from(_SUMMARIES))
+                if found is not None:
+                    summaries[key] = found
+            kinds[kind] = KindReport(observations=observations, summaries=summaries)
+        reports.append(Report(generated_at=T + n * S, kinds=kinds))
+    return reports
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scrapes())
+def test_each_scrape_of_a_sequence_renders_as_a_first_scrape_would(reports: list[Report]) -> None:
+    """What a scrape reuses from the last one (label sets, restarts, lines of equal values)
+    never shows: every scrape writes what a new collector writes for its report."""
+    current: dict[str, Report] = {}
+    registry = CollectorRegistry()
+    registry.register(ReportCollector("megamon", lambda: current["report"], build=BUILD))
+    for report in reports:
+        current["report"] = report
+        fresh = registry_of(report, with_instruments=False)
+        assert exposition.generate_latest(registry) == exposition.generate_latest(fresh)
+        assert exposition.generate_latest(registry) == without_created(
+            reference.generate_latest(fresh)
+        )
+        assert exposition.generate_openmetrics(registry) == exposition.generate_openmetrics(fresh)

@@ -22,7 +22,7 @@ the same two.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
@@ -232,16 +232,34 @@ def _row_values(obs: Observation, summary: Summary | None) -> tuple[float | None
     if summary is None:
         values.extend(_NO_SUMMARY)
     else:
-        for value, (always, scale) in zip(_summary_fields(summary), _SUMMARY_RULES, strict=True):
-            values.append(value / scale if value or always else None)
+        for value, rule in zip(_summary_fields(summary), _SUMMARY_RULES, strict=True):
+            values.append(_gauge_value(value, rule))
     chips = obs.attrs.tpu_chip_count
     values.append(chips / 1 if chips else None)
-    if summary is not None and summary.provisioning_state:
-        values.append(summary.provisioning_duration / NANOS_PER_SECOND)
-    else:
-        values.append(None)
+    values.append(_provisioning_value(summary))
     values.append(float(obs.surplus) if obs.surplus else None)
     return tuple(values)
+
+
+def _gauge_value(value: int, rule: tuple[bool, int]) -> float | None:
+    """A ``_SUMMARY_GAUGES`` entry's value: scaled, or ``None`` when zero and not always."""
+    always, scale = rule
+    return value / scale if value or always else None
+
+
+def _provisioning_value(summary: Summary | None) -> float | None:
+    if summary is not None and summary.provisioning_state:
+        return summary.provisioning_duration / NANOS_PER_SECOND
+    return None
+
+
+def _running_values(summary: Summary) -> tuple[float | None, ...]:
+    """The values of ``_RUNNING_COLUMNS`` (``_row_values``'s, read apart)."""
+    return (
+        _gauge_value(summary.up_time, _SUMMARY_RULES[0]),
+        _gauge_value(summary.down_time, _SUMMARY_RULES[1]),
+        _provisioning_value(summary),
+    )
 
 
 def _restart_samples(labels: _LabelSet, obs: Observation) -> list[tuple[_LabelSet, float]]:
@@ -258,6 +276,15 @@ def _restart_samples(labels: _LabelSet, obs: Observation) -> list[tuple[_LabelSe
 _summary_fields = attrgetter(*(spec.field for spec in _SUMMARY_GAUGES))
 _SUMMARY_RULES = tuple((spec.always, spec.scale) for spec in _SUMMARY_GAUGES)
 _NO_SUMMARY = (None,) * len(_SUMMARY_GAUGES)
+_RUNNING_FIELDS = ("up_time", "down_time", "provisioning_duration")
+"""The ``Summary`` fields that grow with ``now`` alone (the open period, a provisioning
+going on): between two scrapes, mostly the only ones that changed."""
+assert tuple(spec.field for spec in _SUMMARY_GAUGES[:2]) == _RUNNING_FIELDS[:2]
+_running_fields = attrgetter(*_RUNNING_FIELDS)
+_settled_fields = attrgetter(
+    *(name for name in Summary.model_fields if name not in _RUNNING_FIELDS)
+)
+"""Every other field of a ``Summary``: equal, the row's other values are too."""
 
 
 def _kind_families(prefix: str, kind: Kind) -> list[tuple[str, str]]:
@@ -281,66 +308,173 @@ def _kind_families(prefix: str, kind: Kind) -> list[tuple[str, str]]:
 _PROVISIONING = len(_SUMMARY_GAUGES) + 2
 """The column of the provisioning duration, the one family with a label of its own."""
 _SURPLUS = _PROVISIONING + 1
+"""The last column: a kind that does not count nodes has none."""
+
+
+_RUNNING_COLUMNS = (1, 2, _PROVISIONING)
+"""The columns of ``_RUNNING_FIELDS``: up time, down time, the provisioning duration."""
+
+
+@dataclass(slots=True)
+class _Row:
+    """One resource's series at one scrape: what they were computed from, and their lines.
+
+    Kept until the next scrape, which reuses what did not change. While the observation is
+    the same object (the observers hand back the same one while its inputs are unchanged)
+    and the summary's settled fields are equal, only the running columns are looked at, and
+    a line is written only for a value that changed. Between two scrapes of a large fleet
+    that is most resources: only the open period's up or down time grew.
+    """
+
+    obs: Observation
+    labels: _LabelSet
+    state: str
+    """The provisioning state: the label of the provisioning duration's sample."""
+    settled: tuple[object, ...] | None
+    """``_settled_fields`` of the summary (``None``: no summary)."""
+    running: tuple[int, ...]
+    """``_running_fields`` of the summary."""
+    values: tuple[float | None, ...]
+    """One value per family of the kind, ``None`` where the resource has no sample."""
+    lines: tuple[str | None, ...]
+    """The sample line of each value, ``None`` with it."""
+    restarts: tuple[tuple[_LabelSet, float], ...]
+    restart_lines: tuple[str, ...]
+
+
+_NOT_RUNNING = (0, 0, 0)
 
 
 class _KindTable:
-    """Every resource of one kind for one scrape, column-wise: per family, one value (or
-    ``None``) per resource, so that rendering a family is one pass over plain lists."""
+    """Every resource of one kind for one scrape, as rows (``_Row``); a family reads its
+    column of lines, or of values for ``prometheus_client``. ``previous`` is the table of
+    the last scrape, whose rows are reused where nothing changed."""
 
-    def __init__(self, prefix: str, kind: Kind) -> None:
+    def __init__(self, prefix: str, kind: Kind, previous: Mapping[str, _Row]) -> None:
         self.families = _kind_families(prefix, kind)
         spec = kind_spec(kind)
         self._restarts = self.families.pop() if spec.restarts else None
         """(name, help) of the restarts family, rendered from its own samples."""
-        self._dropped = {_SURPLUS} if not spec.counts_nodes else set()
-        self.restart_labels: list[_LabelSet] = []
-        self.restart_values: list[float | None] = []
-        self.labels: list[_LabelSet] = []
-        self.states: list[str] = []
-        self.columns: list[list[float | None]] = [[] for _ in self.families]
-        self._texts: list[str] | None = None
+        self._width = len(self.families)
+        """The columns the kind has: all, or all but the last (surplus nodes)."""
+        self._names = [name for name, _ in self.families]
+        self._previous = previous
+        self.rows: dict[str, _Row] = {}
+        self._columns: list[tuple[str | None, ...]] | None = None
 
-    def add(self, labels: _LabelSet, obs: Observation, summary: Summary | None) -> None:
-        # raises before anything is added; surplus and restarts only if the kind has them
-        row = _row_values(obs, summary)
-        values = [value for column, value in enumerate(row) if column not in self._dropped]
-        restarts = _restart_samples(labels, obs) if self._restarts is not None else []
-        self.labels.append(labels)
-        for restart_labels, count in restarts:
-            self.restart_labels.append(restart_labels)
-            self.restart_values.append(count)
-        self.states.append(str(summary.provisioning_state) if summary is not None else "")
-        for column, value in zip(self.columns, values, strict=True):
-            column.append(value)
-
-    def label_sets(self, index: int) -> list[_LabelSet]:
-        """The label set of each resource in family ``index``."""
-        if index != _PROVISIONING:
-            return self.labels
-        return [
-            labels.with_state(state) if value is not None else labels
-            for labels, state, value in zip(
-                self.labels, self.states, self.columns[index], strict=True
+    def add(
+        self,
+        key: str,
+        obs: Observation,
+        summary: Summary | None,
+        labels_of: Callable[[Attrs], _LabelSet],
+    ) -> None:
+        """Add a resource's row; raises before anything is added."""
+        previous = self._previous.get(key)
+        state = str(summary.provisioning_state) if summary is not None else ""
+        settled = _settled_fields(summary) if summary is not None else None
+        running = _running_fields(summary) if summary is not None else _NOT_RUNNING
+        if (
+            previous is not None
+            and previous.obs is obs
+            and previous.state == state
+            and previous.settled == settled
+        ):
+            if previous.running != running:
+                assert summary is not None  # a row without a summary has nothing running
+                previous = self._ran_on(previous, running, _running_values(summary))
+            self.rows[key] = previous
+            return
+        if previous is not None and previous.obs is obs:
+            labels, restarts, restart_lines = (
+                previous.labels,
+                previous.restarts,
+                previous.restart_lines,
             )
-        ]
+        else:
+            labels = labels_of(obs.attrs)
+            restarts = tuple(_restart_samples(labels, obs)) if self._restarts else ()
+            restart_lines = tuple(self._restart_lines(restarts))
+        values = _row_values(obs, summary)[: self._width]
+        lines = self._lines(labels, state, values)
+        self.rows[key] = _Row(
+            obs, labels, state, settled, running, values, lines, restarts, restart_lines
+        )
 
-    def label_texts(self, index: int) -> list[str]:
-        if index != _PROVISIONING:
-            if self._texts is None:
-                self._texts = [labels.text for labels in self.labels]
-            return self._texts
-        return [labels.text for labels in self.label_sets(index)]
+    def _ran_on(
+        self, row: _Row, running: tuple[int, ...], values: tuple[float | None, ...]
+    ) -> _Row:
+        """``row`` with the running columns' new values (and lines where they changed)."""
+        new_values, new_lines = list(row.values), list(row.lines)
+        for column, value in zip(_RUNNING_COLUMNS, values, strict=True):
+            if new_values[column] != value:
+                new_values[column] = value
+                new_lines[column] = self._line(column, row.labels, row.state, value)
+        return _Row(
+            row.obs,
+            row.labels,
+            row.state,
+            row.settled,
+            running,
+            tuple(new_values),
+            tuple(new_lines),
+            row.restarts,
+            row.restart_lines,
+        )
+
+    def _lines(
+        self, labels: _LabelSet, state: str, values: tuple[float | None, ...]
+    ) -> tuple[str | None, ...]:
+        return tuple(
+            self._line(column, labels, state, value) for column, value in enumerate(values)
+        )
+
+    def _line(self, column: int, labels: _LabelSet, state: str, value: float | None) -> str | None:
+        if value is None:
+            return None
+        if column == _PROVISIONING:
+            labels = labels.with_state(state)
+        return exposition.gauge_line(self._names[column], labels.text, value)
+
+    def _restart_lines(self, restarts: Iterable[tuple[_LabelSet, float]]) -> Iterator[str]:
+        if self._restarts is not None:
+            name = self._restarts[0]
+            for labels, count in restarts:
+                yield exposition.gauge_line(name, labels.text, count)
+
+    def column(self, index: int) -> tuple[str | None, ...]:
+        """Family ``index``'s line of each resource (``None`` where it has no sample)."""
+        if self._columns is None:
+            self._columns = list(zip(*(row.lines for row in self.rows.values()), strict=True))
+            if not self._columns:
+                self._columns = [() for _ in self.families]
+        return self._columns[index]
+
+    def samples(self, index: int) -> list[Sample]:
+        """Family ``index``'s samples as ``prometheus_client`` tuples."""
+        name, stated = self._names[index], index == _PROVISIONING
+        return [
+            Sample(name, (row.labels.with_state(row.state) if stated else row.labels).mapping, v)
+            for row in self.rows.values()
+            if (v := row.values[index]) is not None
+        ]
 
     def gauges(self) -> list[exposition.RenderedFamily]:
         """A family for each column with at least one sample, then the restarts."""
         families: list[exposition.RenderedFamily] = [
             _KindGauge(name, help, self, index)
             for index, (name, help) in enumerate(self.families)
-            if any(value is not None for value in self.columns[index])
+            if any(line is not None for line in self.column(index))
         ]
-        if self._restarts is not None and self.restart_values:
-            name, help = self._restarts
-            families.append(_Listed(name, help, self.restart_labels, self.restart_values))
+        if self._restarts is not None:
+            restarts = [
+                (pair, line)
+                for row in self.rows.values()
+                for pair, line in zip(row.restarts, row.restart_lines, strict=True)
+            ]
+            if restarts:
+                name, help = self._restarts
+                families.append(_Lines(name, help, restarts))
         return families
 
 
@@ -353,18 +487,26 @@ class _KindGauge(exposition.RenderedFamily):
         self.index = index
 
     def build_samples(self) -> list[Sample]:
-        name, values = self.name, self.table.columns[self.index]
-        return [
-            Sample(name, labels.mapping, value)
-            for labels, value in zip(self.table.label_sets(self.index), values, strict=True)
-            if value is not None
-        ]
+        return self.table.samples(self.index)
 
     def sample_lines(self) -> list[str]:
-        index = self.index
-        return exposition.gauge_lines(
-            self.name, self.table.label_texts(index), self.table.columns[index]
-        )
+        return [line for line in self.table.column(self.index) if line is not None]
+
+
+class _Lines(exposition.RenderedFamily):
+    """A family of samples whose lines are already written: (label set, value) and line."""
+
+    def __init__(
+        self, name: str, help: str, samples: list[tuple[tuple[_LabelSet, float], str]]
+    ) -> None:
+        super().__init__(name, help)
+        self._given = samples
+
+    def build_samples(self) -> list[Sample]:
+        return [Sample(self.name, labels.mapping, value) for (labels, value), _ in self._given]
+
+    def sample_lines(self) -> list[str]:
+        return [line for _, line in self._given]
 
 
 class _Listed(exposition.RenderedFamily):
@@ -462,6 +604,36 @@ def _histogram_samples(name: str, key: SeriesKey, histogram: Histogram) -> list[
     return samples
 
 
+class _HistogramFamily(exposition.RenderedFamily):
+    """One kind's histograms of one measure: a series per ``SeriesKey``."""
+
+    def __init__(self, name: str, help: str) -> None:
+        super().__init__(name, help, "histogram")
+        self.series: list[tuple[SeriesKey, Histogram]] = []
+
+    def build_samples(self) -> list[Sample]:
+        return [
+            sample
+            for key, histogram in self.series
+            for sample in _histogram_samples(self.name, key, histogram)
+        ]
+
+    def sample_lines(self) -> list[str]:
+        """What ``build_samples`` holds, as ``prometheus_client`` writes it."""
+        lines: list[str] = []
+        bucket, line = f"{self.name}_bucket", exposition.gauge_line
+        for key, histogram in self.series:
+            labels = _distribution_labels(key)
+            lines.extend(
+                line(bucket, exposition.label_text({**labels, "le": le}), float(count))
+                for le, count in zip(_LE, histogram.cumulative(), strict=True)
+            )
+            text = exposition.label_text(labels)
+            lines.append(line(f"{self.name}_count", text, float(histogram.count)))
+            lines.append(line(f"{self.name}_sum", text, seconds(histogram.total_ns)))
+        return lines
+
+
 _CHIPS_DOWN_HELP = (
     "Chip-seconds the {noun}s were down in interruptions (closed and ongoing), by reason, "
     "from the durable history; retired resources included."
@@ -506,6 +678,10 @@ class ReportCollector:
         self._warned: set[str] = set()
         self._label_sets: dict[tuple[object, ...], _LabelSet] = {}
         """Label sets of the resources of the last scrape, by their attrs' label values."""
+        self._rows: dict[Kind, dict[str, _Row]] = {}
+        self._scheduled: dict[tuple[str, str, str], _LabelSet] = {}
+        """The label sets of the last scrape's scheduling series."""
+        """Each kind's rows of the last scrape, by key: what the next one reuses."""
 
     def describe(self) -> Iterator[Metric]:
         """Every family name this collector may emit, so the registry can refuse clashes."""
@@ -541,10 +717,12 @@ class ReportCollector:
             return
         yield from self._guarded("freshness", partial(self._freshness, report))
         previous, self._label_sets = self._label_sets, {}
+        rows: dict[Kind, dict[str, _Row]] = {}
         for kind in self._rendered_kinds(report):
             if self._publishes(kind):
-                kind_families = partial(self._kind, report, kind, previous)
+                kind_families = partial(self._kind, report, kind, previous, rows)
                 yield from self._guarded(f"kind {kind.value}", kind_families)
+        self._rows = rows
         if self._publishes(Kind.NODEPOOL):
             yield from self._guarded("scheduling", partial(self._scheduling, report))
         if self._publishes(Kind.JOBSET):
@@ -555,8 +733,22 @@ class ReportCollector:
             "maintenance", partial(maintenance.scheduled, self._prefix, report)
         )
         if self._publishes(Kind.NODEPOOL):
-            allocatable = partial(maintenance.allocatable, self._prefix, report, attr_labels)
+            allocatable = partial(self._allocatable, report, rows.get(Kind.NODEPOOL, {}))
             yield from self._guarded("allocatable", allocatable)
+
+    def _allocatable(self, report: Report, rows: Mapping[str, _Row]) -> list[_Lines]:
+        """``<prefix>_nodepool_tpu_chips_allocatable``, labelled as the pool's other series
+        (a pool left out of those is left out here too)."""
+        name = names.kind_metric(self._prefix, Kind.NODEPOOL.value, names.TPU_CHIPS_ALLOCATABLE)
+        samples = []
+        for key, obs in report.kind(Kind.NODEPOOL).observations.items():
+            row = rows.get(key)
+            if obs.tpu_chips_allocatable is None or row is None:
+                continue
+            value = float(obs.tpu_chips_allocatable)
+            line = exposition.gauge_line(name, row.labels.text, value)
+            samples.append(((row.labels, value), line))
+        return [_Lines(name, maintenance.ALLOCATABLE_HELP, samples)] if samples else []
 
     def _noun(self, report: Report, kind_value: str) -> str:
         kinds = {kind.value: kind for kind in (*Kind, *self._described, *report.kinds)}
@@ -593,9 +785,9 @@ class ReportCollector:
     def _distribution_name(self, kind: str, measure: str) -> str:
         return names.kind_metric(self._prefix, kind, measure)
 
-    def _distributions(self, report: Report) -> list[Metric]:
+    def _distributions(self, report: Report) -> list[_HistogramFamily]:
         """One histogram family per kind and measure that has observations."""
-        families: dict[tuple[str, str], Metric] = {}
+        families: dict[tuple[str, str], _HistogramFamily] = {}
         kinds = {kind.value: kind for kind in (*Kind, *self._described, *report.kinds)}
         for key, histogram in report.distributions:
             family = families.get((key.kind, key.measure))
@@ -604,8 +796,8 @@ class ReportCollector:
                 kind = kinds.get(key.kind)
                 noun = (kind_spec(kind).noun if kind is not None else "") or key.kind
                 help = _DISTRIBUTION_HELP[key.measure].format(noun=noun)
-                family = families[(key.kind, key.measure)] = Metric(name, help, "histogram")
-            family.samples.extend(_histogram_samples(family.name, key, histogram))
+                family = families[(key.kind, key.measure)] = _HistogramFamily(name, help)
+            family.series.append((key, histogram))
         return list(families.values())
 
     def _rendered_kinds(self, report: Report) -> list[Kind]:
@@ -653,17 +845,24 @@ class ReportCollector:
 
     def _scheduling(self, report: Report) -> list[_Listed]:
         label_sets = []
+        previous, self._scheduled = self._scheduled, {}
         for nodepool, job in report.scheduling.items():
-            try:
-                labels = {
-                    names.LABEL_NODEPOOL_NAME: _text("node pool", nodepool),
-                    names.LABEL_JOB_NAME: _text("job name", job.job_name),
-                    names.LABEL_JOBSET_NAME: _text("JobSet name", job.jobset_name),
-                }
-            except Exception as err:
-                self._warn_once(f"scheduling {nodepool!r}", err)
-                continue
-            label_sets.append(_LabelSet(labels))
+            key = (nodepool, job.job_name, job.jobset_name)
+            found = previous.get(key)
+            if found is None:
+                try:
+                    found = _LabelSet(
+                        {
+                            names.LABEL_NODEPOOL_NAME: _text("node pool", nodepool),
+                            names.LABEL_JOB_NAME: _text("job name", job.job_name),
+                            names.LABEL_JOBSET_NAME: _text("JobSet name", job.jobset_name),
+                        }
+                    )
+                except Exception as err:
+                    self._warn_once(f"scheduling {nodepool!r}", err)
+                    continue
+            self._scheduled[key] = found
+            label_sets.append(found)
         if not label_sets:
             return []
         name = names.process_metric(self._prefix, names.NODEPOOL_JOB_SCHEDULED)
@@ -689,18 +888,24 @@ class ReportCollector:
         return [_Listed(self._suspended_name, _SUSPENDED_HELP, label_sets, values)]
 
     def _kind(
-        self, report: Report, kind: Kind, previous: dict[tuple[object, ...], _LabelSet]
+        self,
+        report: Report,
+        kind: Kind,
+        previous: dict[tuple[object, ...], _LabelSet],
+        rows: dict[Kind, dict[str, _Row]],
     ) -> list[exposition.RenderedFamily]:
-        table = _KindTable(self._prefix, kind)
+        """The families of ``kind``; its rows go into ``rows``, for the next scrape."""
+        table = _KindTable(self._prefix, kind, self._rows.get(kind, {}))
         kind_report: KindReport = report.kind(kind)
         summaries = kind_report.summaries
         workload_labels = kind_spec(kind).workload_labels
+        labels_of = partial(self._labels, workload_labels=workload_labels, previous=previous)
         for key, obs in kind_report.observations.items():
             try:
-                labels = self._labels(obs.attrs, workload_labels, previous)
-                table.add(labels, obs, summaries.get(key))
+                table.add(key, obs, summaries.get(key), labels_of)
             except Exception as err:
                 self._warn_once(f"{kind.value} {key!r}", err)
+        rows[kind] = table.rows
         return table.gauges()
 
     def _labels(

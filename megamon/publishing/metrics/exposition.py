@@ -97,8 +97,13 @@ class RenderedFamily(Metric, ABC):
         """The family's sample lines in the text format, each ending in a newline."""
 
     def writes_itself(self) -> bool:
-        """Whether the lines can be used as they are: a plain gauge with a legacy name."""
-        return self._built is None and self.type == "gauge" and bool(_LEGACY_NAME.match(self.name))
+        """Whether the lines can be used as they are: a gauge or a histogram (whose lines
+        both formats write alike) with a legacy name."""
+        return (
+            self._built is None
+            and self.type in _WRITTEN_TYPES
+            and bool(_LEGACY_NAME.match(self.name))
+        )
 
 
 class _Families:
@@ -111,6 +116,9 @@ class _Families:
         return iter(self._families)
 
 
+_WRITTEN_TYPES = frozenset({"gauge", "histogram"})
+"""The types whose families write their own lines: both formats write their samples, HELP
+and TYPE alike (a histogram here has no ``_created`` sample)."""
 _CREATED_SUFFIX = "_created"
 _CREATED_TYPES = frozenset({"counter", "histogram", "summary", "gaugehistogram"})
 
@@ -157,7 +165,7 @@ def _encode(
                 others = []
             lines = family.sample_lines()
             lines.insert(0, f"# HELP {family.name} {help_text(family.documentation)}\n")
-            lines.insert(1, f"# TYPE {family.name} gauge\n")
+            lines.insert(1, f"# TYPE {family.name} {family.type}\n")
             out.append("".join(lines).encode("utf-8"))
         else:
             others.append(_without_created(family))
@@ -213,3 +221,9 @@ def gauge_lines(name: str, label_texts: Iterable[str], values: Iterable[float | 
         for labels, value in zip(label_texts, values, strict=True)
         if value is not None
     ]
+
+
+def gauge_line(name: str, labels: str, value: float) -> str:
+    """One sample line of gauge ``name``, ``labels`` its label text (``label_text``)."""
+    text = repr(value) if _PLAIN_FROM < value < _PLAIN_UPTO else _go_float(value)
+    return f"{name}{labels} {text}\n"

@@ -1,21 +1,20 @@
-"""The series of maintenance ahead and of allocatable chips, rendered from the latest report.
+"""The series of maintenance ahead, rendered from the latest report; the help of the
+allocatable chips (which the collector writes beside each pool's other series).
 
 Node pools carry the maintenance GKE announced on their nodes (``NodePoolAttrs``) and the
 chips their nodes report allocatable (``Observation.tpu_chips_allocatable``); this module
-turns them into families. The windows are measured from the report's ``generated_at``, the
+turns the first into families. The windows are measured from the report's ``generated_at``, the
 moment its observations were made, so a scrape adds no clock of its own.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 
 from megamon.domain import interruptions, maintenance
 from megamon.domain.kinds import Kind
-from megamon.domain.observations import Attrs, NodePoolAttrs
+from megamon.domain.observations import NodePoolAttrs
 from megamon.domain.reports import Report
 from megamon.publishing.metrics import names
 
@@ -83,23 +82,6 @@ def describe(prefix: str) -> list[Metric]:
         *(_family(prefix, suffix) for suffix in SCHEDULED_HELP),
         Metric(name, ALLOCATABLE_HELP, "gauge"),
     ]
-
-
-def allocatable(
-    prefix: str, report: Report, labels_of: Callable[[Attrs], dict[str, str]]
-) -> list[Metric]:
-    """``<prefix>_nodepool_tpu_chips_allocatable``, labelled as the pool's other series."""
-    name = names.kind_metric(prefix, Kind.NODEPOOL.value, names.TPU_CHIPS_ALLOCATABLE)
-    family = Metric(name, ALLOCATABLE_HELP, "gauge")
-    for obs in report.kind(Kind.NODEPOOL).observations.values():
-        if obs.tpu_chips_allocatable is None:
-            continue
-        try:
-            labels = labels_of(obs.attrs)
-        except TypeError:  # a pool the kind's families leave out, with a warning
-            continue
-        family.samples.append(Sample(name, labels, float(obs.tpu_chips_allocatable)))
-    return [family] if family.samples else []
 
 
 def _family(prefix: str, suffix: str) -> Metric:
