@@ -236,7 +236,10 @@ def _row_values(obs: Observation, summary: Summary | None) -> tuple[float | None
             values.append(_gauge_value(value, rule))
     chips = obs.attrs.tpu_chip_count
     values.append(chips / 1 if chips else None)
-    values.append(_provisioning_value(summary))
+    if summary is None:
+        values.append(None)
+    else:
+        values.append(_provisioning(summary.provisioning_state, summary.provisioning_duration))
     values.append(float(obs.surplus) if obs.surplus else None)
     return tuple(values)
 
@@ -247,19 +250,9 @@ def _gauge_value(value: int, rule: tuple[bool, int]) -> float | None:
     return value / scale if value or always else None
 
 
-def _provisioning_value(summary: Summary | None) -> float | None:
-    if summary is not None and summary.provisioning_state:
-        return summary.provisioning_duration / NANOS_PER_SECOND
-    return None
-
-
-def _running_values(summary: Summary) -> tuple[float | None, ...]:
-    """The values of ``_RUNNING_COLUMNS`` (``_row_values``'s, read apart)."""
-    return (
-        _gauge_value(summary.up_time, _SUMMARY_RULES[0]),
-        _gauge_value(summary.down_time, _SUMMARY_RULES[1]),
-        _provisioning_value(summary),
-    )
+def _provisioning(state: str, duration_ns: int) -> float | None:
+    """The provisioning duration's value: only with a provisioning state (its label)."""
+    return duration_ns / NANOS_PER_SECOND if state else None
 
 
 def _restart_samples(labels: _LabelSet, obs: Observation) -> list[tuple[_LabelSet, float]]:
@@ -315,7 +308,6 @@ _RUNNING_COLUMNS = (1, 2, _PROVISIONING)
 """The columns of ``_RUNNING_FIELDS``: up time, down time, the provisioning duration."""
 
 
-@dataclass(slots=True)
 class _Row:
     """One resource's series at one scrape: what they were computed from, and their lines.
 
@@ -326,20 +318,57 @@ class _Row:
     that is most resources: only the open period's up or down time grew.
     """
 
-    obs: Observation
-    labels: _LabelSet
-    state: str
-    """The provisioning state: the label of the provisioning duration's sample."""
-    settled: tuple[object, ...] | None
-    """``_settled_fields`` of the summary (``None``: no summary)."""
-    running: tuple[int, ...]
-    """``_running_fields`` of the summary."""
-    values: tuple[float | None, ...]
-    """One value per family of the kind, ``None`` where the resource has no sample."""
-    lines: tuple[str | None, ...]
-    """The sample line of each value, ``None`` with it."""
-    restarts: tuple[tuple[_LabelSet, float], ...]
-    restart_lines: tuple[str, ...]
+    __slots__ = (
+        "labels",
+        "lines",
+        "obs",
+        "restart_lines",
+        "restarts",
+        "running",
+        "running_lines",
+        "running_values",
+        "settled",
+        "state",
+        "values",
+    )
+
+    def __init__(  # noqa: PLR0917 - one row, built in one place
+        self,
+        obs: Observation,
+        labels: _LabelSet,
+        state: str,
+        settled: tuple[object, ...] | None,
+        values: tuple[float | None, ...],
+        lines: tuple[str | None, ...],
+        restarts: tuple[tuple[_LabelSet, float], ...],
+        restart_lines: tuple[str, ...],
+        running: tuple[int, ...],
+        running_values: tuple[float | None, ...],
+        running_lines: tuple[str | None, ...],
+    ) -> None:
+        self.obs = obs
+        self.labels = labels
+        self.state = state
+        """The provisioning state: the label of the provisioning duration's sample."""
+        self.settled = settled
+        """``_settled_fields`` of the summary (``None``: no summary)."""
+        self.values = values
+        """One value per family of the kind, ``None`` where the resource has no sample; the
+        running columns' are ``running_values``."""
+        self.lines = lines
+        """The sample line of each value, ``None`` with it; the running columns' are
+        ``running_lines``."""
+        self.restarts = restarts
+        self.restart_lines = restart_lines
+        self.running = running
+        """``_running_fields`` of the summary."""
+        self.running_values = running_values
+        self.running_lines = running_lines
+
+    def value(self, column: int) -> float | None:
+        if column in _RUNNING_COLUMNS:
+            return self.running_values[_RUNNING_COLUMNS.index(column)]
+        return self.values[column]
 
 
 _NOT_RUNNING = (0, 0, 0)
@@ -371,9 +400,11 @@ class _KindTable:
     ) -> None:
         """Add a resource's row; raises before anything is added."""
         previous = self._previous.get(key)
-        state = str(summary.provisioning_state) if summary is not None else ""
-        settled = _settled_fields(summary) if summary is not None else None
-        running = _running_fields(summary) if summary is not None else _NOT_RUNNING
+        if summary is None:
+            state, settled, running = "", None, _NOT_RUNNING
+        else:
+            state = str(summary.provisioning_state)
+            settled, running = _settled_fields(summary), _running_fields(summary)
         if (
             previous is not None
             and previous.obs is obs
@@ -381,8 +412,7 @@ class _KindTable:
             and previous.settled == settled
         ):
             if previous.running != running:
-                assert summary is not None  # a row without a summary has nothing running
-                previous = self._ran_on(previous, running, _running_values(summary))
+                previous = self._ran_on(previous, running)
             self.rows[key] = previous
             return
         if previous is not None and previous.obs is obs:
@@ -397,29 +427,35 @@ class _KindTable:
             restart_lines = tuple(self._restart_lines(restarts))
         values = _row_values(obs, summary)[: self._width]
         lines = self._lines(labels, state, values)
+        running_values = tuple(values[column] for column in _RUNNING_COLUMNS)
+        running_lines = tuple(lines[column] for column in _RUNNING_COLUMNS)
         self.rows[key] = _Row(
-            obs, labels, state, settled, running, values, lines, restarts, restart_lines
+            *(obs, labels, state, settled, values, lines, restarts, restart_lines),
+            *(running, running_values, running_lines),
         )
 
-    def _ran_on(
-        self, row: _Row, running: tuple[int, ...], values: tuple[float | None, ...]
-    ) -> _Row:
-        """``row`` with the running columns' new values (and lines where they changed)."""
-        new_values, new_lines = list(row.values), list(row.lines)
-        for column, value in zip(_RUNNING_COLUMNS, values, strict=True):
-            if new_values[column] != value:
-                new_values[column] = value
-                new_lines[column] = self._line(column, row.labels, row.state, value)
+    def _ran_on(self, row: _Row, running: tuple[int, ...]) -> _Row:
+        """``row`` with the running columns' new values, and lines where they changed (the
+        values ``_row_values`` gives: up and down time always, the provisioning duration
+        while the row has a provisioning state, which is unchanged)."""
+        up, down, provisioning = running
+        was_up, was_down, was_provisioning = row.running
+        up_value, down_value, provisioning_value = row.running_values
+        up_line, down_line, provisioning_line = row.running_lines
+        labels, state = row.labels, row.state
+        if up != was_up:
+            up_value = _gauge_value(up, _SUMMARY_RULES[0])
+            up_line = self._line(_RUNNING_COLUMNS[0], labels, state, up_value)
+        if down != was_down:
+            down_value = _gauge_value(down, _SUMMARY_RULES[1])
+            down_line = self._line(_RUNNING_COLUMNS[1], labels, state, down_value)
+        if provisioning != was_provisioning:
+            provisioning_value = _provisioning(state, provisioning)
+            provisioning_line = self._line(_PROVISIONING, labels, state, provisioning_value)
         return _Row(
-            row.obs,
-            row.labels,
-            row.state,
-            row.settled,
-            running,
-            tuple(new_values),
-            tuple(new_lines),
-            row.restarts,
-            row.restart_lines,
+            *(row.obs, labels, state, row.settled, row.values, row.lines, row.restarts),
+            *(row.restart_lines, running, (up_value, down_value, provisioning_value)),
+            (up_line, down_line, provisioning_line),
         )
 
     def _lines(
@@ -445,9 +481,15 @@ class _KindTable:
     def column(self, index: int) -> tuple[str | None, ...]:
         """Family ``index``'s line of each resource (``None`` where it has no sample)."""
         if self._columns is None:
-            self._columns = list(zip(*(row.lines for row in self.rows.values()), strict=True))
-            if not self._columns:
-                self._columns = [() for _ in self.families]
+            rows = self.rows.values()
+            columns = list(zip(*(row.lines for row in rows), strict=True))
+            if not columns:
+                columns = [() for _ in self.families]
+            running = list(zip(*(row.running_lines for row in rows), strict=True))
+            for at, column in enumerate(_RUNNING_COLUMNS):
+                if running:
+                    columns[column] = running[at]
+            self._columns = columns
         return self._columns[index]
 
     def samples(self, index: int) -> list[Sample]:
@@ -456,7 +498,7 @@ class _KindTable:
         return [
             Sample(name, (row.labels.with_state(row.state) if stated else row.labels).mapping, v)
             for row in self.rows.values()
-            if (v := row.values[index]) is not None
+            if (v := row.value(index)) is not None
         ]
 
     def gauges(self) -> list[exposition.RenderedFamily]:
