@@ -274,6 +274,7 @@ def start(config: Config) -> Service:
             kind=kind.value, reason=reason
         ).inc(),
     )
+    memos = Memos()  # the node pool and JobSet-nodes observers share its node index
     aggregator = Aggregator(
         event_log=EventLog(
             store,
@@ -298,10 +299,10 @@ def start(config: Config) -> Service:
         slice_owners=SliceOwners(
             ConfigMapOwnerMap(ConfigMapKey(api, config.SliceOwnerMapConfigMapRef, OWNER_MAP_KEY))
         ),
-        observers=WorkloadObservers(config.WorkloadKinds),
+        observers=WorkloadObservers(config.WorkloadKinds, nodes=memos.nodes),
         is_leader=is_leader,
         instruments=instruments,
-        memos=Memos(),
+        memos=memos,
     )
     identity = build_identity()  # git may answer slowly: asked once, before any thread starts
     registry.register(

@@ -105,7 +105,8 @@ class Aggregator:
         self._export = export
         self._intervals = intervals
         self._slice_owners = slice_owners or SliceOwners(MemoryOwnerMapStore())
-        self._observers = observers or WorkloadObservers()
+        self._memos = memos or Memos()
+        self._observers = observers or WorkloadObservers(nodes=self._memos.nodes)
         self._workload_kinds = self._kinds & (WORKLOAD_KINDS | self._observers.kinds)
         self._is_leader = is_leader
         self._instruments = instruments or Instruments.unregistered()
@@ -121,7 +122,6 @@ class Aggregator:
         whole by the poll loop)."""
         self._observed_at: dict[str, int] = {}
         self._report: Report | None = None
-        self._memos = memos or Memos()
         self._record_lock = threading.Lock()
         self._problems_seen: set[Problem] = set()
         self._progress: dict[str, float] = {}

@@ -14,6 +14,7 @@ from megamon.domain.reports import ScheduledJob
 from megamon.observing.attribution import jobset_pools_down, slice_pools_down
 from megamon.observing.common import Memos, Observed, Problem, Settings
 from megamon.observing.described import DescribedObserver
+from megamon.observing.nodegroups import NodeIndex
 from megamon.observing.nodepools import observe_nodepools_confirmed
 from megamon.observing.scheduling import scheduling_map
 from megamon.observing.slices import observe_slices
@@ -29,9 +30,13 @@ class WorkloadObservers:
     """Every workload observer, with its memos: built once (``megamon.app``), called each
     cycle. ``described`` are the configuration's ``WorkloadKinds``."""
 
-    def __init__(self, described: Sequence[KindDescription] = ()) -> None:
+    def __init__(
+        self, described: Sequence[KindDescription] = (), *, nodes: NodeIndex | None = None
+    ) -> None:
         self.builtin = WorkloadObserver()
         self.described = {d.kind: DescribedObserver(d) for d in described}
+        self.nodes = nodes or NodeIndex()
+        """The snapshot's nodes grouped (shared with the node pool observer's ``Memos``)."""
 
     @property
     def kinds(self) -> frozenset[Kind]:
@@ -76,8 +81,8 @@ def observe_workloads(
     if Kind.JOBSET in kinds:
         _take(result, Kind.JOBSET, builtin.jobsets(jobsets, settings, pools_down, now))
     if Kind.JOBSET_NODES in kinds:
-        nodes = snapshot.nodes.values()
-        observed = builtin.jobset_nodes(jobsets, nodes, now, settings, pools_down)
+        groups = observers.nodes.groups(snapshot.nodes)
+        observed = builtin.jobset_nodes(jobsets, groups, now, settings, pools_down)
         _take(result, Kind.JOBSET_NODES, observed)
     if Kind.LEADERWORKERSET in kinds:
         _take(result, Kind.LEADERWORKERSET, builtin.leaderworkersets(lwss, settings))
@@ -108,12 +113,13 @@ def observe_pools(
     whose inputs did not change, and holds the ledger of pools whose down waits for GKE."""
     observed, memos.pool_ledger = observe_nodepools_confirmed(
         pools,
-        snapshot.nodes.values(),
+        memos.nodes.groups(snapshot.nodes),
         now,
         settings,
         memos.nodepools,
         polled_ns=polled_ns,
         ledger=memos.pool_ledger,
+        tallies=memos.pool_tallies,
     )
     return observed
 

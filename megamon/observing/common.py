@@ -18,6 +18,8 @@ from megamon.domain.rejections import (
 from megamon.domain.rules.readiness import DEFAULT_UNKNOWN_GRACE_NS
 from megamon.errors import ObservationError
 from megamon.observing.deletions import CONFIRM_WITHIN_NS, PoolLedger
+from megamon.observing.nodegroups import NodeIndex
+from megamon.observing.tallies import Tallies
 
 __all__ = [
     "REASON_INVALID",
@@ -146,6 +148,11 @@ class Memos:
     """
 
     nodepools: Reuse[str, Observation] = field(default_factory=Reuse)
+    pool_tallies: Tallies = field(default_factory=Tallies)
+    """The counts of each pool's nodes, kept while its nodes do not change."""
+    nodes: NodeIndex = field(default_factory=NodeIndex)
+    """The snapshot's nodes grouped by pool and by JobSet, regrouped as they change; the
+    JobSet-nodes observer reads the same index (``WorkloadObservers(nodes=…)``)."""
     pool_ledger: PoolLedger = field(default_factory=PoolLedger)
     """What the node pool observer concluded last cycle: the pools whose down waits for GKE
     (``megamon.observing.deletions``). Not a cache: the next cycle's decision depends on it."""

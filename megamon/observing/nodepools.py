@@ -12,12 +12,11 @@ it is being deleted (``megamon.observing.deletions``).
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 
-from megamon.domain import interruptions, labels, maintenance
+from megamon.domain import interruptions, labels
 from megamon.domain.interruptions import NodeSignals
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import NodePoolAttrs, Observation
@@ -35,6 +34,8 @@ from megamon.observing.common import (
     problem_of,
 )
 from megamon.observing.deletions import PoolLedger, confirm
+from megamon.observing.nodegroups import NodeGroups
+from megamon.observing.tallies import Tallies
 from megamon.sources.gke.views import (
     EXPECTED_DOWN_STATUSES,
     FAILED_STATUSES,
@@ -43,56 +44,6 @@ from megamon.sources.gke.views import (
     NodePoolView,
 )
 from megamon.sources.kube.projections import NodeView
-
-
-@dataclass(frozen=True, slots=True)
-class _Counts:
-    """What one pass over a pool's nodes counts."""
-
-    ready: int
-    unknown: int
-    allocatable: int | None
-    """Σ allocatable TPU chips; None when no node reports any."""
-    scheduled: int
-    """The earliest announced maintenance (Unix seconds), ``maintenance.NOT_SCHEDULED``."""
-    malformed: int
-    """Nodes whose ``scheduled-maintenance-time`` holds no time."""
-    in_maintenance: bool
-    """Whether GKE says a maintenance has begun on one of the nodes."""
-
-
-def _count(nodes: list[NodeView], now: int, settings: Settings) -> tuple[int, int]:
-    """(ready, unknown) nodes (the nodes of a JobSet are counted so too)."""
-    counts = _tally(nodes, now, settings)
-    return counts.ready, counts.unknown
-
-
-def _tally(nodes: list[NodeView], now: int, settings: Settings) -> _Counts:
-    """Ready and unknown nodes, allocatable chips, announced maintenance: a plain loop, as
-    it runs over every node of the fleet."""
-    ready = unknown = malformed = 0
-    in_maintenance = False
-    allocatable: int | None = None
-    scheduled = maintenance.NOT_SCHEDULED
-    grace = settings.grace_ns
-    for node in nodes:
-        state = node_readiness(node.ready_status, node.ready_since_ns, now, grace)
-        if state is Readiness.READY:
-            ready += 1
-        elif state is Readiness.UNKNOWN:
-            unknown += 1
-        if node.tpu_allocatable is not None:
-            allocatable = node.tpu_allocatable + (allocatable or 0)
-        at = node.scheduled_maintenance
-        if at != maintenance.NOT_SCHEDULED:
-            if at == maintenance.MALFORMED:
-                malformed += 1
-            elif scheduled == maintenance.NOT_SCHEDULED or at < scheduled:
-                scheduled = at
-        if node.maintenance:
-            in_maintenance = True
-    return _Counts(ready, unknown, allocatable, scheduled, malformed, in_maintenance)
-
 
 Announced = Mapping[str, tuple[int, int]]
 """Per pool: (announced maintenance, when first seen), both in Unix seconds."""
@@ -112,7 +63,7 @@ def announcement(
     return previous if keep else None
 
 
-def _signals(nodes: list[NodeView], now: int, settings: Settings) -> NodeSignals:
+def _signals(nodes: Sequence[NodeView], now: int, settings: Settings) -> NodeSignals:
     """What a down pool's nodes say about why (a second pass, over down pools only)."""
     lost = not_ready = maintenance = terminating = cordoned = 0
     for node in nodes:
@@ -144,7 +95,7 @@ def _cause(pool: NodePoolView, expected: int, signals: NodeSignals | None) -> in
     )
 
 
-def _size(pool: NodePoolView, nodes: list[NodeView]) -> tuple[str, int]:
+def _size(pool: NodePoolView, nodes: Sequence[NodeView]) -> tuple[str, int]:
     """(topology, expected nodes) from the pool, else from its nodes' labels."""
     if pool.tpu_topology:
         try:
@@ -170,7 +121,7 @@ def _size(pool: NodePoolView, nodes: list[NodeView]) -> tuple[str, int]:
     raise ObservationError("no TPU topology on the pool or on any of its nodes")
 
 
-def _is_tpu_pool(pool: NodePoolView, nodes: list[NodeView], single_host: bool = True) -> bool:
+def _is_tpu_pool(pool: NodePoolView, nodes: Sequence[NodeView], single_host: bool = True) -> bool:
     """A pool with a placement topology (its own, or its workload policy's: a TPU machine
     type placed by a resource policy is a multi-host slice even while the policy cannot be
     read), or (``TrackSingleHostNodePools``, the default) one whose nodes or machine type are
@@ -241,26 +192,31 @@ def observe_nodepools(
     """One observation per TPU node pool, keyed by pool name; ``memo`` (the caller's, kept
     from cycle to cycle) hands back last cycle's observation of a pool whose inputs did not
     change."""
-    return _observe(pools, nodes, now, settings, memo, announced={})[0]
+    groups = NodeGroups.of(nodes)
+    return _observe(pools, groups, now, settings, memo, announced={}, tallies=None)[0]
 
 
 def observe_nodepools_confirmed(
     pools: Iterable[NodePoolView],
-    nodes: Iterable[NodeView],
+    nodes: Iterable[NodeView] | NodeGroups,
     now: int,
     settings: Settings,
     memo: Reuse[str, Observation] | None = None,
     *,
     polled_ns: int,
     ledger: PoolLedger,
+    tallies: Tallies | None = None,
 ) -> tuple[Observed, PoolLedger]:
     """The observations to record: ``observe_nodepools``'s, with the down of a pool whose
     nodes vanished held until a listing requested after it (``polled_ns``: when ``pools``
     was requested) says why, and a last expected-down observation of a pool GKE no longer
-    lists; and the ledger for the next cycle (``megamon.observing.deletions``)."""
+    lists; and the ledger for the next cycle (``megamon.observing.deletions``). ``nodes``
+    may come grouped already (``NodeIndex``), and ``tallies`` keep the counts of pools
+    whose nodes did not change."""
     pools = list(pools)
+    groups = nodes if isinstance(nodes, NodeGroups) else NodeGroups.of(nodes)
     observed, short, announced = _observe(
-        pools, nodes, now, settings, memo, announced=ledger.announced
+        pools, groups, now, settings, memo, announced=ledger.announced, tallies=tallies
     )
     observed.observations, ledger = confirm(
         observed.observations,
@@ -274,7 +230,7 @@ def observe_nodepools_confirmed(
     return observed, replace(ledger, announced=announced)
 
 
-def _short(pool: NodePoolView, members: list[NodeView], expected: int) -> bool:
+def _short(pool: NodePoolView, members: Sequence[NodeView], expected: int) -> bool:
     """Fewer nodes than expected while GKE calls the pool neither stopping nor failed: maybe
     nodes lost, maybe a deletion GKE has not reported yet."""
     status = pool.status
@@ -285,24 +241,24 @@ def _short(pool: NodePoolView, members: list[NodeView], expected: int) -> bool:
 
 def _observe(
     pools: Iterable[NodePoolView],
-    nodes: Iterable[NodeView],
+    groups: NodeGroups,
     now: int,
     settings: Settings,
     memo: Reuse[str, Observation] | None,
     *,
     announced: Announced,
+    tallies: Tallies | None,
 ) -> tuple[Observed, frozenset[str], Announced]:
     """The observations, the pools short of nodes (``_short``), and the announcements."""
-    by_pool: dict[str, list[NodeView]] = defaultdict(list)
-    for node in nodes:
-        if node.topology:
-            by_pool[node.nodepool].append(node)
+    by_pool = groups.pools
+    listed: set[str] = set()
     result = Observed()
     short: set[str] = set()
     announcing: dict[str, tuple[int, int]] = {}
-    with (memo or Reuse()).call() as reuse:
+    with (memo or Reuse()).call() as reuse, (tallies or Tallies()).call() as tally:
         for pool in pools:
-            members = by_pool.pop(pool.name, [])
+            listed.add(pool.name)
+            members = by_pool.get(pool.name, ())
             if not _is_tpu_pool(pool, members, settings.single_host_pools):
                 continue
             try:
@@ -313,7 +269,7 @@ def _observe(
                 if stale is not None:  # unobserved now, not gone
                     result.observations[pool.name] = stale
                 continue
-            counts = _tally(members, now, settings)
+            counts = tally(pool.name, members, now, settings.grace_ns)
             ready, unknown = counts.ready, counts.unknown
             accelerator = (
                 pool.accelerator
@@ -345,7 +301,8 @@ def _observe(
             result.observations[pool.name] = built
             if _short(pool, members, expected):
                 short.add(pool.name)
-    for name, orphans in sorted(by_pool.items()):
+    for name in sorted(by_pool.keys() - listed):
+        orphans = by_pool[name]
         result.problems.append(
             Problem(
                 Kind.NODEPOOL,
@@ -358,7 +315,7 @@ def _observe(
     return result, frozenset(short), announcing
 
 
-def _jobset(members: list[NodeView]) -> str:
+def _jobset(members: Sequence[NodeView]) -> str:
     """The JobSet the TPU provisioner created the pool for, as its nodes' labels name it."""
     for node in members:
         if node.jobset_name:

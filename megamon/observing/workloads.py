@@ -7,8 +7,7 @@ code. Their memos live in a ``WorkloadObserver`` built once in ``megamon.app``.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -27,7 +26,9 @@ from megamon.observing.described import (
     no_pools,
     observe_described,
 )
-from megamon.observing.nodepools import _count, _signals
+from megamon.observing.nodegroups import NodeGroups
+from megamon.observing.nodepools import _signals
+from megamon.observing.tallies import Tallies
 from megamon.sources.kube.projections import JobSetView, LwsView, NodeView
 
 JOBSET_FIELDS = shipped(JOBSET_DESCRIPTION).Labels.attr_fields()
@@ -67,7 +68,7 @@ def _jobset_nodes_observation(  # noqa: PLR0917 - the reuse key spread out
 
 def _jobset_nodes_cause(  # noqa: PLR0917 - the inputs of one rule
     js: JobSetView,
-    found: list[NodeView],
+    found: Sequence[NodeView],
     counts: tuple[int, int],
     now: int,
     settings: Settings,
@@ -195,6 +196,7 @@ class WorkloadObserver:
     def __init__(self) -> None:
         self._jobsets: Reuse[str, Observation] = Reuse()
         self._jobset_nodes: Reuse[str, Observation] = Reuse()
+        self._jobset_tallies = Tallies()
         self._lws: Reuse[str, Observation] = Reuse()
         self._jobset_causes = Causes()
         self._restarts = JobSetRestarts()
@@ -230,7 +232,7 @@ class WorkloadObserver:
     def jobset_nodes(
         self,
         jobsets: Iterable[JobSetView],
-        nodes: Iterable[NodeView],
+        nodes: Iterable[NodeView] | NodeGroups,
         now: int,
         settings: Settings,
         pools_down: PoolsDown | None = None,
@@ -238,19 +240,20 @@ class WorkloadObserver:
         """Keyed by JobSet UID: nodes the TPU provisioner created for the JobSet vs how many
         it needs (Σ replicas × parallelism), and why they are down when they are: what the
         nodes say, else the down node pools it runs on (``pools_down``, as for JobSets).
+        ``nodes`` may come grouped already (``NodeIndex``); the counts of a JobSet whose
+        nodes did not change are kept (``Tallies``).
 
         Nodes never seen complete are not lost when missing (the provisioner is still
         creating them): the UIDs seen up are remembered from call to call."""
-        by_jobset: dict[tuple[str, str], list[NodeView]] = defaultdict(list)
-        for node in nodes:
-            if node.jobset_name:
-                by_jobset[(node.jobset_namespace, node.jobset_name)].append(node)
+        groups = nodes if isinstance(nodes, NodeGroups) else NodeGroups.of(nodes)
+        by_jobset = groups.jobsets
         result = Observed()
         provisioned: set[str] = set()
-        with self._jobset_nodes.call() as reuse:
+        with self._jobset_nodes.call() as reuse, self._jobset_tallies.call() as tally:
             for js in jobsets:
-                found = by_jobset.get((js.namespace, js.name), [])
-                counts = _count(found, now, settings)
+                found = by_jobset.get((js.namespace, js.name), ())
+                counted = tally(js.uid, found, now, settings.grace_ns)
+                counts = counted.ready, counted.unknown
                 try:
                     was_up = js.uid in self._provisioned
                     cause = _jobset_nodes_cause(

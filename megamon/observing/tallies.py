@@ -1,0 +1,123 @@
+"""What one pass over a group of nodes counts (a node pool's, a JobSet's), and the counts of
+each group kept from one call of an observer to the next while they still hold.
+
+The pass runs over every node of the fleet, so it is a plain loop; ``Tallies`` makes a
+cycle pass only over the groups whose nodes changed (``NodeIndex`` hands out an unchanged
+group as the same tuple) or whose counts time alone changed (an Unknown node whose grace
+period ended).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from megamon.domain import maintenance
+from megamon.domain.rules.readiness import CONDITION_UNKNOWN, Readiness, node_readiness
+from megamon.sources.kube.projections import NodeView
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCounts:
+    """What one pass over a pool's nodes counts."""
+
+    ready: int
+    unknown: int
+    allocatable: int | None
+    """Σ allocatable TPU chips; None when no node reports any."""
+    scheduled: int
+    """The earliest announced maintenance (Unix seconds), ``maintenance.NOT_SCHEDULED``."""
+    malformed: int
+    """Nodes whose ``scheduled-maintenance-time`` holds no time."""
+    in_maintenance: bool
+    """Whether GKE says a maintenance has begun on one of the nodes."""
+    holds_from: int
+    holds_until: int
+    """The counts hold for every ``now`` in [holds_from, holds_until): the only thing that
+    changes them with time alone is the end of an Unknown node's grace period."""
+
+    def hold_at(self, now: int) -> bool:
+        return self.holds_from <= now < self.holds_until
+
+
+_ALWAYS = 1 << 64
+"""Beyond any nanosecond timestamp, either way."""
+
+
+def tally(nodes: Sequence[NodeView], now: int, grace_ns: int) -> NodeCounts:
+    """Ready and unknown nodes, allocatable chips, announced maintenance: a plain loop, as
+    it runs over every node of the fleet."""
+    ready = unknown = malformed = 0
+    in_maintenance = False
+    allocatable: int | None = None
+    scheduled = maintenance.NOT_SCHEDULED
+    grace = grace_ns
+    holds_from, holds_until = -_ALWAYS, _ALWAYS
+    for node in nodes:
+        state = node_readiness(node.ready_status, node.ready_since_ns, now, grace)
+        if state is Readiness.READY:
+            ready += 1
+        elif state is Readiness.UNKNOWN:
+            unknown += 1
+        if state is not Readiness.READY and node.ready_status == CONDITION_UNKNOWN:
+            since = node.ready_since_ns
+            if since is not None:  # Unknown until since + grace, not ready from then on
+                if since + grace > now:
+                    holds_until = min(holds_until, since + grace)
+                else:
+                    holds_from = max(holds_from, since + grace)
+        if node.tpu_allocatable is not None:
+            allocatable = node.tpu_allocatable + (allocatable or 0)
+        at = node.scheduled_maintenance
+        if at != maintenance.NOT_SCHEDULED:
+            if at == maintenance.MALFORMED:
+                malformed += 1
+            elif scheduled == maintenance.NOT_SCHEDULED or at < scheduled:
+                scheduled = at
+        if node.maintenance:
+            in_maintenance = True
+    return NodeCounts(
+        *(ready, unknown, allocatable, scheduled, malformed, in_maintenance),
+        *(holds_from, holds_until),
+    )
+
+
+Tally = Callable[[Hashable, Sequence[NodeView], int, int], NodeCounts]
+"""``tally(key, nodes, now, grace_ns)``: ``tally(nodes, now, grace_ns)``, or the same
+counts as the latest call's for ``key``."""
+
+
+class Tallies:
+    """The counts of each group of nodes at an observer's latest call, kept while they
+    hold: for the same group (the same tuple: ``NodeIndex`` hands out a group none of whose
+    nodes changed as the same object), the same grace period, and a ``now`` at which no
+    Unknown node's grace has ended since (``NodeCounts.hold_at``). Only the latest call's
+    entries are kept."""
+
+    def __init__(self) -> None:
+        self._latest: dict[Hashable, tuple[Sequence[NodeView], int, NodeCounts]] = {}
+
+    @contextmanager
+    def call(self) -> Iterator[Tally]:
+        """The ``tally`` of one call of the observer; what it counted is kept when the call
+        ends (calls from two threads each keep their own, the later one wins)."""
+        latest: dict[Hashable, tuple[Sequence[NodeView], int, NodeCounts]] = self._latest
+        current: dict[Hashable, tuple[Sequence[NodeView], int, NodeCounts]] = {}
+
+        def kept(key: Hashable, nodes: Sequence[NodeView], now: int, grace_ns: int) -> NodeCounts:
+            found = latest.get(key)
+            if (
+                found is not None
+                and found[0] is nodes
+                and found[1] == grace_ns
+                and found[2].hold_at(now)
+            ):
+                counts = found[2]
+            else:
+                counts = tally(nodes, now, grace_ns)
+            current[key] = (nodes, grace_ns, counts)
+            return counts
+
+        yield kept
+        self._latest = current
