@@ -4,6 +4,8 @@ and exporters only ever read a report."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from megamon.domain.distributions import Histogram, SeriesKey, Shape
@@ -30,7 +32,9 @@ class KindReport(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     observations: dict[str, Observation] = {}
-    summaries: dict[str, Summary] = {}
+    summaries: Mapping[str, Summary] = {}
+    """Every observed resource's summary; the report stage hands in a mapping that makes
+    each when first read (``summary.report.SummariesAt``)."""
 
 
 class Report(BaseModel):

@@ -105,27 +105,45 @@ class Settled:
         """The summary at ``now``."""
         if self.last is None:
             return self.base
-        running = add(self.open_before_last, elapsed(self.last, now))
+        up_time, down_time, provisioning_duration = self.running(now)
         base = self.base
         return Summary(
             down_time_initial=base.down_time_initial,
             interruption_count=base.interruption_count,
             recovery_count=base.recovery_count,
-            down_time=add(base.down_time, 0 if self.open_up else running),
-            up_time=add(base.up_time, running if self.open_up else 0),
+            down_time=down_time,
+            up_time=up_time,
             total_down_time_between_recovery=base.total_down_time_between_recovery,
             total_up_time_between_interruption=base.total_up_time_between_interruption,
             latest_down_time_between_recovery=base.latest_down_time_between_recovery,
             latest_up_time_between_interruption=base.latest_up_time_between_interruption,
             mean_down_time_between_recovery=base.mean_down_time_between_recovery,
             mean_up_time_between_interruption=base.mean_up_time_between_interruption,
-            provisioning_duration=(
+            provisioning_duration=provisioning_duration,
+            provisioning_state=base.provisioning_state,
+        )
+
+    def running(self, now: int) -> tuple[int, int, int]:
+        """(up time, down time, provisioning duration) of ``at(now)``: the only figures that
+        grow with ``now``; every other one is ``base``'s."""
+        base = self.base
+        if self.last is None:
+            return base.up_time, base.down_time, base.provisioning_duration
+        running = add(self.open_before_last, elapsed(self.last, now))
+        return (
+            add(base.up_time, running if self.open_up else 0),
+            add(base.down_time, 0 if self.open_up else running),
+            (
                 base.provisioning_duration
                 if self.provisioning_since is None
                 else elapsed(self.provisioning_since, now)
             ),
-            provisioning_state=base.provisioning_state,
         )
+
+    def holds_at(self, now: int) -> bool:
+        """Whether ``at(now)`` is the record's summary at ``now`` (``summary_at``): no event
+        of the record is later than ``now``."""
+        return self.latest is None or self.latest <= now
 
 
 _NOTHING_SETTLED = Settled(EMPTY_SUMMARY)
@@ -211,7 +229,7 @@ def events_until(record: EventRecord, now: int) -> EventRecord:
 def summary_at(record: EventRecord, settled: Settled, now: int) -> Summary:
     """The summary of ``record`` at ``now`` from its ``settled`` part (``settle(record)``);
     a ``now`` before the record's latest event summarizes the events up to ``now``."""
-    if settled.latest is None or settled.latest <= now:
+    if settled.holds_at(now):
         return settled.at(now)
     return settle(events_until(record, now)).at(now)
 

@@ -32,6 +32,7 @@ from megamon.domain.distributions import (
     Shape,
 )
 from megamon.domain.distributions import Histogram as Distribution
+from megamon.domain.events import FLAG_FAILED, FLAG_UP, EventRecord
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs, Observation
 from megamon.domain.reports import KindReport, Report, ScheduledJob
@@ -39,6 +40,8 @@ from megamon.domain.summaries import ProvisioningState, Summary
 from megamon.publishing.metrics import exposition
 from megamon.publishing.metrics.collector import BuildInfo, ReportCollector
 from megamon.publishing.metrics.gating import LeaderOnly
+from megamon.summary.report import SettledMemo, build_report
+from megamon.summary.summarizing import summarize
 
 S = 1_000_000_000
 T = 1_780_272_000 * S
@@ -460,3 +463,74 @@ def test_each_scrape_of_a_sequence_renders_as_a_first_scrape_would(reports: list
             reference.generate_latest(fresh)
         )
         assert exposition.generate_openmetrics(registry) == exposition.generate_openmetrics(fresh)
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[tuple[int, dict[str, EventRecord], dict[str, Observation]]]:
+    """Cycles of the report stage's input: records that gain events (or not, or are made
+    afresh), observations kept as the same objects or replaced, a ``now`` that moves on
+    (once in a while before a record's latest event, as a clock skew allows)."""
+    keys = ["a", "b", "c"]
+    observed = {
+        key: Observation.build(expected=1, ready=1, attrs=Attrs(jobset_uid=key)) for key in keys
+    }
+    records = {key: EventRecord.trusted((T,), bytes((0,))) for key in keys}
+    cycles = []
+    now = T
+    for _ in range(draw(st.integers(2, 6))):
+        now += draw(st.integers(1, 10**12))
+        for key in keys:
+            step = draw(st.sampled_from(["keep", "event", "failed", "afresh", "other obs"]))
+            record = records[key]
+            if step in ("event", "failed"):
+                up = not record.flags[-1] & FLAG_UP
+                flags = FLAG_UP if up else (FLAG_FAILED if step == "failed" else 0)
+                at = record.timestamps[-1] + draw(st.integers(0, 10**11))
+                records[key] = EventRecord.trusted(
+                    (*record.timestamps, at), record.flags + bytes((flags,))
+                )
+            elif step == "afresh":
+                records[key] = EventRecord.trusted(record.timestamps, bytes(record.flags))
+            elif step == "other obs":
+                observed[key] = observed[key].model_copy(update={"ready": 0})
+        latest = max(record.timestamps[-1] for record in records.values())
+        if latest > now and draw(st.booleans()):
+            now = latest  # otherwise a record runs ahead of now
+        cycles.append((now, dict(records), dict(observed)))
+    return cycles
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories())
+def test_the_report_stages_summaries_render_as_plain_summaries_would(
+    cycles: list[tuple[int, dict[str, EventRecord], dict[str, Observation]]],
+) -> None:
+    """Reports as the report stage builds them, cycle after cycle (summaries made when read,
+    rows kept by their ``Settled``), scrape to the same text as the same reports with every
+    summary made up front, by a new collector."""
+    memo = SettledMemo()
+    current: dict[str, Report] = {}
+    registry = CollectorRegistry()
+    registry.register(ReportCollector("megamon", lambda: current["report"], build=BUILD))
+    for now, records, observations in cycles:
+        report = build_report(
+            {Kind.JOBSET: observations},
+            {Kind.JOBSET: records},
+            kinds=[Kind.JOBSET],
+            scheduling={},
+            observed_at={},
+            now=now,
+            memo=memo,
+        )
+        current["report"] = report
+        ours = exposition.generate_latest(registry)
+        plain = Report(
+            generated_at=now,
+            kinds={
+                Kind.JOBSET: KindReport(
+                    observations=observations,
+                    summaries={key: summarize(records[key], now) for key in observations},
+                )
+            },
+        )
+        assert ours == exposition.generate_latest(registry_of(plain, with_instruments=False))

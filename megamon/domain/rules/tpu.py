@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 
 from megamon.errors import InvalidMachineType, InvalidTopology
 
@@ -14,6 +15,7 @@ _DIMENSION = re.compile(r"[1-9][0-9]*")
 _CHIPS_SUFFIX = re.compile(r"([1-9][0-9]*)t")
 
 
+@lru_cache(maxsize=4096)  # a fleet has a few dozen topologies, read for every pool each cycle
 def topology_chips(topology: str) -> int:
     """Chips of a topology: the product of its dimensions (``2x4`` → 8, ``4x4x4`` → 64)."""
     parts = topology.split("x")
@@ -51,6 +53,7 @@ def _whole_division(chips: int, per_node: int, what: str) -> int:
     return nodes
 
 
+@lru_cache(maxsize=4096)
 def expected_nodes(topology: str, machine_type: str) -> int:
     """Nodes of a TPU node pool: chips of its topology over chips per VM (16x16 on 4t → 64)."""
     return _whole_division(

@@ -40,6 +40,7 @@ from megamon.domain.reports import KindReport, Report
 from megamon.domain.summaries import Summary
 from megamon.domain.timestamps import NANOS_PER_SECOND, seconds
 from megamon.publishing.metrics import exposition, maintenance, names
+from megamon.summary.report import SummariesAt
 
 log = logging.getLogger(__name__)
 
@@ -327,7 +328,7 @@ class _Row:
         "running",
         "running_lines",
         "running_values",
-        "settled",
+        "source",
         "state",
         "values",
     )
@@ -337,7 +338,7 @@ class _Row:
         obs: Observation,
         labels: _LabelSet,
         state: str,
-        settled: tuple[object, ...] | None,
+        source: object,
         values: tuple[float | None, ...],
         lines: tuple[str | None, ...],
         restarts: tuple[tuple[_LabelSet, float], ...],
@@ -350,8 +351,9 @@ class _Row:
         self.labels = labels
         self.state = state
         """The provisioning state: the label of the provisioning duration's sample."""
-        self.settled = settled
-        """``_settled_fields`` of the summary (``None``: no summary)."""
+        self.source = source
+        """What the settled columns were written from: the summary's ``Settled`` object,
+        or its ``_settled_fields``; ``None`` without a summary."""
         self.values = values
         """One value per family of the kind, ``None`` where the resource has no sample; the
         running columns' are ``running_values``."""
@@ -395,26 +397,40 @@ class _KindTable:
         self,
         key: str,
         obs: Observation,
-        summary: Summary | None,
+        summaries: Mapping[str, Summary],
         labels_of: Callable[[Attrs], _LabelSet],
     ) -> None:
-        """Add a resource's row; raises before anything is added."""
+        """Add a resource's row; raises before anything is added.
+
+        The row is the last scrape's, its running columns brought up to date, while the
+        observation is the same object and the summary's settled part is the same: the same
+        ``Settled`` object where the report makes summaries when read (``SummariesAt``: then
+        no summary is made at all), else equal settled fields."""
         previous = self._previous.get(key)
-        if summary is None:
-            state, settled, running = "", None, _NOT_RUNNING
+        summary: Summary | None = None
+        lazy = summaries if isinstance(summaries, SummariesAt) else None
+        settled = lazy.settled(key) if lazy is not None else None
+        source: object
+        if lazy is not None and settled is not None and settled.holds_at(lazy.now):
+            source, running = settled, settled.running(lazy.now)
         else:
-            state = str(summary.provisioning_state)
-            settled, running = _settled_fields(summary), _running_fields(summary)
+            summary = summaries.get(key)
+            if summary is None:
+                source, running = None, _NOT_RUNNING
+            else:
+                source, running = _settled_fields(summary), _running_fields(summary)
         if (
             previous is not None
             and previous.obs is obs
-            and previous.state == state
-            and previous.settled == settled
+            and (previous.source is source or (type(source) is tuple and previous.source == source))
         ):
             if previous.running != running:
                 previous = self._ran_on(previous, running)
             self.rows[key] = previous
             return
+        if summary is None and source is not None:
+            summary = summaries[key]
+        state = str(summary.provisioning_state) if summary is not None else ""
         if previous is not None and previous.obs is obs:
             labels, restarts, restart_lines = (
                 previous.labels,
@@ -430,7 +446,7 @@ class _KindTable:
         running_values = tuple(values[column] for column in _RUNNING_COLUMNS)
         running_lines = tuple(lines[column] for column in _RUNNING_COLUMNS)
         self.rows[key] = _Row(
-            *(obs, labels, state, settled, values, lines, restarts, restart_lines),
+            *(obs, labels, state, source, values, lines, restarts, restart_lines),
             *(running, running_values, running_lines),
         )
 
@@ -453,7 +469,7 @@ class _KindTable:
             provisioning_value = _provisioning(state, provisioning)
             provisioning_line = self._line(_PROVISIONING, labels, state, provisioning_value)
         return _Row(
-            *(row.obs, labels, state, row.settled, row.values, row.lines, row.restarts),
+            *(row.obs, labels, state, row.source, row.values, row.lines, row.restarts),
             *(row.restart_lines, running, (up_value, down_value, provisioning_value)),
             (up_line, down_line, provisioning_line),
         )
@@ -944,7 +960,7 @@ class ReportCollector:
         labels_of = partial(self._labels, workload_labels=workload_labels, previous=previous)
         for key, obs in kind_report.observations.items():
             try:
-                table.add(key, obs, summaries.get(key), labels_of)
+                table.add(key, obs, summaries, labels_of)
             except Exception as err:
                 self._warn_once(f"{kind.value} {key!r}", err)
         rows[kind] = table.rows
