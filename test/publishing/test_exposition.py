@@ -320,6 +320,21 @@ def test_content_negotiation_is_prometheus_clients(
 def test_values_are_written_as_go_writes_them(value: float) -> None:
     assert exposition.value_text(value) == floatToGoString(value)
     assert exposition.gauge_lines("m", [""], [value]) == [f"m {floatToGoString(value)}\n"]
+    assert exposition.gauge_line("m", "", value) == f"m {floatToGoString(value)}\n"
+
+
+@given(
+    st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.floats(min_value=1e6, max_value=1e16),
+        st.integers(min_value=10**6, max_value=10**16).map(float),
+        st.integers(min_value=10**15, max_value=10**17).map(lambda ns: ns / 10**9),
+        st.sampled_from([1e6, 1e16, 9999999999999998.0, 1e16 - 2, 999999.9999999999]),
+    )
+)
+def test_any_value_is_written_as_prometheus_client_writes_it(value: float) -> None:
+    assert exposition.value_text(value) == floatToGoString(value)
+    assert exposition.gauge_line("m", "", value) == f"m {floatToGoString(value)}\n"
 
 
 _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)

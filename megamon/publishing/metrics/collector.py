@@ -5,12 +5,14 @@ collector only turns it into metric families, so there are no module-global gaug
 step with it, no stale series of a resource that left the fleet, and no lock.
 
 The emission rules — which series a resource has, and when — are ``_SUMMARY_GAUGES`` and
-``_row_values``, and nothing else. A scrape turns each resource into one row: its label set
-and one value per family of its kind (``None`` where it has no sample). The families read
-their samples from those rows on demand: as text lines for ``exposition`` (the fast
-encoder; a 65,000-node fleet is ~200,000 samples), or as ``Sample`` tuples for
-``prometheus_client``. A resource's label set is escaped once and kept from one scrape to
-the next while its attrs stay the same.
+``_row_values``, and nothing else. A scrape turns each resource into one row: its label set,
+one value per family of its kind (``None`` where it has no sample) and the sample line of
+each. The families read their samples from those rows on demand: as text lines for
+``exposition`` (the fast encoder; a 65,000-node fleet is ~200,000 samples), or as ``Sample``
+tuples for ``prometheus_client``. A row is kept to the next scrape, which reuses it while
+the resource's observation and settled summary are the same objects, writing only the lines
+of its running figures (up and down time, a provisioning going on) that changed; a label
+set is escaped once and kept while its attrs stay the same.
 
 A scrape never fails because of one bad resource: it is left out entirely (none of its series
 appear, so no dashboard sees half of it), a warning is logged the first time, and the rest of
