@@ -114,7 +114,7 @@ class EventRecord(BaseModel):
 
     def appended(self, event: UpEvent) -> EventRecord:
         """A new record with ``event`` at the end."""
-        return EventRecord.trusted(self.timestamps + (event.ts,), self.flags + bytes((event.flags,)))
+        return EventRecord.trusted((*self.timestamps, event.ts), self.flags + bytes((event.flags,)))
 
 
 EMPTY_RECORD = EventRecord()

@@ -84,7 +84,7 @@ def next_record(record: EventRecord | None, observation: Observation, now: int) 
         ts = _up_stamp(observation, last_ts, now)
     if ts == last_ts and _repeats(record, new_flags):
         ts += 1  # the log tells events apart by timestamp and state: keep this one distinct
-    return EventRecord.trusted(record.timestamps + (ts,), record.flags + bytes((new_flags,)))
+    return EventRecord.trusted((*record.timestamps, ts), record.flags + bytes((new_flags,)))
 
 
 def _repeats(record: EventRecord, flags: int) -> bool:
@@ -115,11 +115,11 @@ def _held_down(record: EventRecord, observation: Observation, now: int) -> Event
     began = max(last + 1, stamp(observation.down_since, last))
     if not observation.up:
         flags = bytes((_down_flags(observation),))
-        return EventRecord.trusted(record.timestamps + (began,), record.flags + flags)
+        return EventRecord.trusted((*record.timestamps, began), record.flags + flags)
     flags = bytes((reason_bits(observation.reason), FLAG_UP))
     up = _up_stamp(observation, began, now) if observation.up_since else stamp(now, began)
     return EventRecord.trusted(
-        record.timestamps + (began, max(up, began + 1)), record.flags + flags
+        (*record.timestamps, began, max(up, began + 1)), record.flags + flags
     )
 
 
