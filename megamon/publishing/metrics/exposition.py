@@ -45,24 +45,26 @@ def _go_float(value: float) -> str:
     return str(floatToGoString(value))  # type: ignore[no-untyped-call]
 
 
-_REPR_EXPONENT_FROM = 1e16
-"""Python's ``repr`` writes an exponent from here up; ``floatToGoString`` then keeps it."""
+_SHORT_EXPONENT_UPTO = 1e10
+"""Below this, Go's exponent has two digits, which every ``prometheus_client`` release this
+project allows writes alike (older ones write ``e+010`` from here up)."""
 
 
 def value_text(value: float) -> str:
     """``value`` as the exposition writes it (``prometheus_client``'s ``floatToGoString``)."""
     if _PLAIN_FROM < value < _PLAIN_UPTO:
         return repr(float(value))
-    if _PLAIN_UPTO <= value < _REPR_EXPONENT_FROM:
+    if _PLAIN_UPTO <= value < _SHORT_EXPONENT_UPTO:
         return _go_exponent(float(value))
     return _go_float(value)
 
 
 def _go_exponent(value: float) -> str:
-    """``floatToGoString`` of a value in [1e6, 1e16), in fewer steps: Python writes it plainly
+    """``floatToGoString`` of a value in [1e6, 1e10), in fewer steps: Python writes it plainly
     (``1234567.5``) and Go with an exponent (``1.2345675e+06``). Up times of a long history
-    are mostly in that range, so a large fleet's scrape writes tens of thousands of them
-    (``test_exposition`` holds the two equal over the range and at its edges)."""
+    (11.6 days to 317 years) are in that range, so a large fleet's scrape writes tens of
+    thousands of them (``test_exposition`` holds the two equal over the range and at its
+    edges, with the oldest ``prometheus_client`` allowed too)."""
     text = repr(value)
     dot = text.find(".")
     mantissa = f"{text[0]}.{text[1:dot]}{text[dot + 1 :]}".rstrip("0.")
