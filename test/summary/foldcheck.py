@@ -10,7 +10,9 @@ scenario (``test/integration/scenarios/conftest.py``) on the history megamon wro
 - ``summary_state_problems``: the summary state persisted beside each snapshot
   (``log/summaries/``, ``summary.foldstate``), when it is the snapshot's, decoded as a start-up
   decodes it, equals the folds of the events it says it folded: what a restart reads is what
-  a replay computes.
+  a replay computes;
+- ``check_folds``: both on a history directory, asserting; the emulator scenarios, the
+  ``megamon run`` processes of the end-to-end tests and the demo end with it.
 
 Each gives the problems it found, one line each, so that a caller reports them all at once.
 """
@@ -18,6 +20,7 @@ Each gives the problems it found, one line each, so that a caller reports them a
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from random import Random
 
 from megamon.domain.events import EventRecord
@@ -25,6 +28,7 @@ from megamon.domain.kinds import Kind
 from megamon.fleet.resources import read_resources
 from megamon.recording.loading import load_kind
 from megamon.stores.base import EventStore
+from megamon.stores.local import LocalEventStore
 from megamon.summary.availability import (
     Resource,
     Window,
@@ -241,3 +245,15 @@ def report_ratios(resources: list[Resource], now: int) -> dict[tuple[str, str], 
         found[0] += chips.up_chip_ns
         found[1] += chips.down_chip_ns
     return {group: up / (up + down) for group, (up, down) in sums.items() if up + down > 0}
+
+
+def check_folds(root: Path, kinds: Iterable[Kind], now: int) -> None:
+    """The summaries' folds on the history at ``root`` (a local store's directory) equal
+    their batch definitions, and what a restart would read from the persisted summary state,
+    a replay; AssertionError naming every problem otherwise."""
+    kinds = list(kinds)
+    store = LocalEventStore(root)
+    problems = history_fold_problems(store, kinds, now)
+    problems += summary_state_problems(store, kinds)[1]
+    lines = "\n  ".join(problems)
+    assert not problems, f"{root}: the folds disagree with their definitions:\n  {lines}"

@@ -20,6 +20,7 @@ from megamon.domain import timestamps
 from megamon.domain.kinds import Kind
 from megamon.stores.local import LocalEventStore
 from test.crosssurface import check_history, scrape_time
+from test.summary.foldcheck import check_folds
 
 
 def test_the_demo_shows_the_fleet_and_stops_cleanly(tmp_path: Path) -> None:
@@ -89,6 +90,8 @@ def test_the_demo_shows_the_fleet_and_stops_cleanly(tmp_path: Path) -> None:
         metrics=last_scrape,
         cycle_ns=int(config.AggregationIntervalSeconds * 10**9),
     )
+    kinds = [*Kind, *(d.kind for d in config.WorkloadKinds)]
+    check_folds(tmp_path / "megamon-data", kinds, scrape_time(last_scrape))
 
 
 def test_each_run_starts_a_fresh_history_unless_kept(tmp_path: Path) -> None:

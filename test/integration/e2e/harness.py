@@ -19,9 +19,11 @@ import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
 from megamon.config import parse_config
+from megamon.domain.kinds import Kind
 from megamon.stores.gcs import GcsObjects
 from megamon.telemetry import Instruments
 from test.crosssurface import check_history, dump, scrape_time
+from test.summary.foldcheck import check_folds
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -161,12 +163,14 @@ def check_bucket_history(processes: list[MegamonProcess], storage: Any, workdir:
     if not any(root.iterdir()):
         return False
     assert last.last_scrape is not None
+    now = scrape_time(last.last_scrape, config.metric_prefix)
     check_history(
         root,
-        scrape_time(last.last_scrape, config.metric_prefix),
+        now,
         metrics=last.last_scrape,
         cycle_ns=int(config.AggregationIntervalSeconds * 1_000_000_000),
         config=last.config_path,
         prefix=config.metric_prefix,
     )
+    check_folds(root, [*Kind, *(d.kind for d in config.WorkloadKinds)], now)
     return True

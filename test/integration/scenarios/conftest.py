@@ -18,10 +18,9 @@ from kubernetes import config
 from internal.fakegke import FakeGke
 from internal.fakekube.fakekube import FakeKube
 from megamon.domain.kinds import Kind
-from megamon.stores.local import LocalEventStore
 from test.crosssurface import PASSED, check_history, dump_store
 from test.integration.scenarios.world import World, Written
-from test.summary.foldcheck import history_fold_problems, summary_state_problems
+from test.summary.foldcheck import check_folds
 
 REAL_CLUSTER_ENV = "MEGAMON_TEST_KUBECONFIG"
 
@@ -66,18 +65,8 @@ def check_histories(world: World, scratch: Path) -> None:
             cycle_ns=written.cycle_ns,
             config=config,
         )
-        check_folds(root, written)
-
-
-def check_folds(root: Path, written: Written) -> None:
-    """The summaries' folds on the history at ``root`` equal their batch definitions, and
-    what a restart would read from the persisted summary state, a replay."""
-    kinds = [*Kind, *(description.kind for description in written.described)]
-    store = LocalEventStore(root)
-    problems = history_fold_problems(store, kinds, written.now)
-    problems += summary_state_problems(store, kinds)[1]
-    lines = "\n  ".join(problems)
-    assert not problems, f"{root}: the folds disagree with their definitions:\n  {lines}"
+        kinds = [*Kind, *(description.kind for description in written.described)]
+        check_folds(root, kinds, written.now)
 
 
 @pytest.fixture
