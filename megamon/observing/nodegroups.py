@@ -128,26 +128,20 @@ class NodeIndex:
             if was is None:
                 added += 1
             else:
-                self._forget(was)
-            self._note(node)
+                self._regroup(was, into=False)
+            self._regroup(node, into=True)
         if len(old) + added != len(nodes):  # some nodes are gone
             for name in old.keys() - nodes.keys():
-                self._forget(old[name])
+                self._regroup(old[name], into=False)
         pools = self._pools.handed_out(self._groups.pools)
         jobsets = self._jobsets.handed_out(self._groups.jobsets)
         self._groups = NodeGroups(pools, jobsets)
         self._nodes = nodes
 
-    def _note(self, node: NodeView) -> None:
+    def _regroup(self, node: NodeView, *, into: bool) -> None:
+        """Put ``node`` into its groups (``into``) or take it out of them."""
         pool, jobset = pool_of(node), jobset_of(node)
         if pool is not None:
-            self._pools.put(pool, node)
+            (self._pools.put if into else self._pools.drop)(pool, node)
         if jobset is not None:
-            self._jobsets.put(jobset, node)
-
-    def _forget(self, node: NodeView) -> None:
-        pool, jobset = pool_of(node), jobset_of(node)
-        if pool is not None:
-            self._pools.drop(pool, node)
-        if jobset is not None:
-            self._jobsets.drop(jobset, node)
+            (self._jobsets.put if into else self._jobsets.drop)(jobset, node)
