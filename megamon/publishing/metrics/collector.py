@@ -556,6 +556,12 @@ class _KindGauge(exposition.RenderedFamily):
 class _Lines(exposition.RenderedFamily):
     """A family of samples whose lines are already written: (label set, value) and line."""
 
+    @classmethod
+    def of(cls, name: str, help: str, labels: Iterable[_LabelSet], value: float) -> _Lines:
+        """Every label set with the same ``value`` (1 for each pool scheduled, say)."""
+        line = exposition.gauge_line
+        return cls(name, help, [((ls, value), line(name, ls.text, value)) for ls in labels])
+
     def __init__(
         self, name: str, help: str, samples: list[tuple[tuple[_LabelSet, float], str]]
     ) -> None:
@@ -567,27 +573,6 @@ class _Lines(exposition.RenderedFamily):
 
     def sample_lines(self) -> list[str]:
         return [line for _, line in self._given]
-
-
-class _Listed(exposition.RenderedFamily):
-    """A family given as it is: a label set and a value per sample."""
-
-    def __init__(
-        self, name: str, help: str, labels: list[_LabelSet], values: list[float | None]
-    ) -> None:
-        super().__init__(name, help)
-        self.labels = labels
-        self.values = values
-
-    def build_samples(self) -> list[Sample]:
-        return [
-            Sample(self.name, labels.mapping, value)
-            for labels, value in zip(self.labels, self.values, strict=True)
-            if value is not None
-        ]
-
-    def sample_lines(self) -> list[str]:
-        return exposition.gauge_lines(self.name, [ls.text for ls in self.labels], self.values)
 
 
 _SCHEDULED_HELP = "1 for each node pool running the leader pod of a JobSet's Job."
@@ -903,7 +888,7 @@ class ReportCollector:
         reported.add_metric([], report.generated_at / NANOS_PER_SECOND)
         return [observed, reported] if observed.samples else [reported]
 
-    def _scheduling(self, report: Report) -> list[_Listed]:
+    def _scheduling(self, report: Report) -> list[_Lines]:
         label_sets = []
         previous, self._scheduled = self._scheduled, {}
         for nodepool, job in report.scheduling.items():
@@ -926,13 +911,13 @@ class ReportCollector:
         if not label_sets:
             return []
         name = names.process_metric(self._prefix, names.NODEPOOL_JOB_SCHEDULED)
-        return [_Listed(name, _SCHEDULED_HELP, label_sets, [1.0] * len(label_sets))]
+        return [_Lines.of(name, _SCHEDULED_HELP, label_sets, 1.0)]
 
     @property
     def _suspended_name(self) -> str:
         return names.process_metric(self._prefix, names.JOBSET_SUSPENDED)
 
-    def _suspended(self, report: Report) -> list[_Listed]:
+    def _suspended(self, report: Report) -> list[_Lines]:
         """The suspended JobSets, labelled as their ``jobset_up`` series (alerts join on it)."""
         label_sets = []
         for key, obs in report.kind(Kind.JOBSET).observations.items():
@@ -944,8 +929,7 @@ class ReportCollector:
                 self._warn_once(f"suspended {key!r}", err)
         if not label_sets:
             return []
-        values: list[float | None] = [1.0] * len(label_sets)
-        return [_Listed(self._suspended_name, _SUSPENDED_HELP, label_sets, values)]
+        return [_Lines.of(self._suspended_name, _SUSPENDED_HELP, label_sets, 1.0)]
 
     def _kind(
         self,

@@ -234,10 +234,9 @@ def choose_encoder(accept_header: str) -> tuple[Encoder, str]:
 
 def gauge_lines(name: str, label_texts: Iterable[str], values: Iterable[float | None]) -> list[str]:
     """The sample lines of gauge ``name``: one per (label text, float value) pair whose value
-    is not ``None``. The hot loop of a large fleet: one pass, nothing but strings made."""
-    low, high, go = _PLAIN_FROM, _PLAIN_UPTO, value_text
+    is not ``None``."""
     return [
-        f"{name}{labels} {repr(value) if low < value < high else go(value)}\n"
+        gauge_line(name, labels, value)
         for labels, value in zip(label_texts, values, strict=True)
         if value is not None
     ]
