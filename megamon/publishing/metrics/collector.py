@@ -43,6 +43,7 @@ from megamon.domain.summaries import Summary
 from megamon.domain.timestamps import NANOS_PER_SECOND, seconds
 from megamon.publishing.metrics import exposition, maintenance, names
 from megamon.summary.report import SummariesAt
+from megamon.summary.summarizing import Settled
 
 log = logging.getLogger(__name__)
 
@@ -221,9 +222,13 @@ class _LabelSet:
         return found
 
 
-def _row_values(obs: Observation, summary: Summary | None) -> tuple[float | None, ...]:
+def _row_values(
+    obs: Observation, figures: tuple[int, ...] | None, state: str
+) -> tuple[float | None, ...]:
     """The emission rules: the value of each of a resource's series, ``None`` if absent.
 
+    ``figures`` are the summary's (``_figures``: each ``_SUMMARY_GAUGES`` field, then the
+    provisioning duration), ``None`` without a summary; ``state`` its provisioning state.
     In family order (``_kind_families``): ``up``; each ``_SUMMARY_GAUGES`` entry (when there
     is a summary, and the value is non-zero or always emitted); chips (when known); the
     provisioning duration (when there is a provisioning state, which becomes its label);
@@ -232,17 +237,14 @@ def _row_values(obs: Observation, summary: Summary | None) -> tuple[float | None
     (``_restart_samples``).
     """
     values: list[float | None] = [1.0 if obs.up else 0.0]
-    if summary is None:
+    if figures is None:
         values.extend(_NO_SUMMARY)
     else:
-        for value, rule in zip(_summary_fields(summary), _SUMMARY_RULES, strict=True):
+        for value, rule in zip(figures, _SUMMARY_RULES, strict=False):
             values.append(_gauge_value(value, rule))
     chips = obs.attrs.tpu_chip_count
     values.append(chips / 1 if chips else None)
-    if summary is None:
-        values.append(None)
-    else:
-        values.append(_provisioning(summary.provisioning_state, summary.provisioning_duration))
+    values.append(None if figures is None else _provisioning(state, figures[-1]))
     values.append(float(obs.surplus) if obs.surplus else None)
     return tuple(values)
 
@@ -269,7 +271,8 @@ def _restart_samples(labels: _LabelSet, obs: Observation) -> list[tuple[_LabelSe
     return [] if obs.restarts is None else [(labels, float(obs.restarts))]
 
 
-_summary_fields = attrgetter(*(spec.field for spec in _SUMMARY_GAUGES))
+_figures = attrgetter(*(spec.field for spec in _SUMMARY_GAUGES), "provisioning_duration")
+"""The figures of a ``Summary`` that ``_row_values`` reads, the provisioning state aside."""
 _SUMMARY_RULES = tuple((spec.always, spec.scale) for spec in _SUMMARY_GAUGES)
 _NO_SUMMARY = (None,) * len(_SUMMARY_GAUGES)
 _RUNNING_FIELDS = ("up_time", "down_time", "provisioning_duration")
@@ -281,6 +284,13 @@ _settled_fields = attrgetter(
     *(name for name in Summary.model_fields if name not in _RUNNING_FIELDS)
 )
 """Every other field of a ``Summary``: equal, the row's other values are too."""
+
+
+def _settled_figures(settled: Settled, running: tuple[int, int, int]) -> tuple[int, ...]:
+    """``_figures(settled.at(now))`` without making the summary: ``running`` is
+    ``settled.running(now)``, the figures it does not hold are its base's."""
+    up, down, provisioning = running
+    return (up, down, *_figures(settled.base)[2:-1], provisioning)
 
 
 def _kind_families(prefix: str, kind: Kind) -> list[tuple[str, str]]:
@@ -309,33 +319,26 @@ _SURPLUS = _PROVISIONING + 1
 
 _RUNNING_COLUMNS = (1, 2, _PROVISIONING)
 """The columns of ``_RUNNING_FIELDS``: up time, down time, the provisioning duration."""
+assert all(_SUMMARY_RULES[column - 1] == (True, NANOS_PER_SECOND) for column in (1, 2))
 
 
-class _Row:
-    """One resource's series at one scrape: what they were computed from, and their lines.
-
-    Kept until the next scrape, which reuses what did not change. While the observation is
-    the same object (the observers hand back the same one while its inputs are unchanged)
-    and the summary's settled fields are equal, only the running columns are looked at, and
-    a line is written only for a value that changed. Between two scrapes of a large fleet
-    that is most resources: only the open period's up or down time grew.
-    """
+class _Fixed:
+    """What a resource's series owe to its observation and settled summary: kept, as the same
+    object, for as long as both are the same."""
 
     __slots__ = (
+        "allocatable",
         "labels",
         "lines",
         "obs",
         "restart_lines",
         "restarts",
-        "running",
-        "running_lines",
-        "running_values",
         "source",
         "state",
         "values",
     )
 
-    def __init__(  # noqa: PLR0917 - one row, built in one place
+    def __init__(  # noqa: PLR0917 - one part of a row, built in one place
         self,
         obs: Observation,
         labels: _LabelSet,
@@ -345,9 +348,6 @@ class _Row:
         lines: tuple[str | None, ...],
         restarts: tuple[tuple[_LabelSet, float], ...],
         restart_lines: tuple[str, ...],
-        running: tuple[int, ...],
-        running_values: tuple[float | None, ...],
-        running_lines: tuple[str | None, ...],
     ) -> None:
         self.obs = obs
         self.labels = labels
@@ -357,22 +357,50 @@ class _Row:
         """What the settled columns were written from: the summary's ``Settled`` object,
         or its ``_settled_fields``; ``None`` without a summary."""
         self.values = values
-        """One value per family of the kind, ``None`` where the resource has no sample; the
-        running columns' are ``running_values``."""
+        """One value per family of the kind, ``None`` where the resource has no sample (the
+        running columns' as of when it was made: ``_Row.value`` has the current ones)."""
         self.lines = lines
-        """The sample line of each value, ``None`` with it; the running columns' are
-        ``running_lines``."""
+        """The sample line of each value, ``None`` with it (the running columns' are the
+        row's own)."""
         self.restarts = restarts
         self.restart_lines = restart_lines
+        self.allocatable: str | None = None
+        """The line of a node pool's allocatable chips, once written (``_allocatable``)."""
+
+
+class _Row:
+    """One resource's series at one scrape: its fixed part, and its running figures.
+
+    Kept until the next scrape, which reuses what did not change. While the observation is
+    the same object (the observers hand back the same one while its inputs are unchanged)
+    and the summary's settled part is the same, the fixed part is kept as it is, and only
+    the running figures are looked at: a line is written for a value that changed. Between
+    two scrapes of a large fleet that is most resources: only the open period's up or down
+    time grew.
+    """
+
+    __slots__ = ("fixed", "running", "running_lines")
+
+    def __init__(
+        self, fixed: _Fixed, running: tuple[int, int, int], running_lines: tuple[str | None, ...]
+    ) -> None:
+        self.fixed = fixed
         self.running = running
-        """``_running_fields`` of the summary."""
-        self.running_values = running_values
+        """``_running_fields`` of the summary (zeros without one)."""
         self.running_lines = running_lines
+        """The lines of the running columns (``_RUNNING_COLUMNS``), ``None`` where absent."""
 
     def value(self, column: int) -> float | None:
-        if column in _RUNNING_COLUMNS:
-            return self.running_values[_RUNNING_COLUMNS.index(column)]
-        return self.values[column]
+        """Column ``column``'s value, ``None`` where the resource has no sample."""
+        fixed = self.fixed
+        if column not in _RUNNING_COLUMNS or fixed.source is None:
+            return fixed.values[column]
+        up, down, provisioning = self.running
+        if column == _PROVISIONING:
+            return _provisioning(fixed.state, provisioning)
+        return _gauge_value(
+            up if column == _RUNNING_COLUMNS[0] else down, _SUMMARY_RULES[column - 1]
+        )
 
 
 _NOT_RUNNING = (0, 0, 0)
@@ -395,19 +423,60 @@ class _KindTable:
         self.rows: dict[str, _Row] = {}
         self._columns: list[tuple[str | None, ...]] | None = None
 
-    def add(
+    def add_all(
+        self,
+        observations: Mapping[str, Observation],
+        summaries: Mapping[str, Summary],
+        labels_of: Callable[[Attrs], _LabelSet],
+        failed: Callable[[str, Exception], None],
+    ) -> None:
+        """Add every resource's row; one that raises is left out entirely and handed to
+        ``failed``.
+
+        Where the report makes summaries when read (``SummariesAt``), a row whose
+        observation and ``Settled`` object are the last scrape's is that row with its running
+        figures brought up to date, and no summary is made at all: the loop below is most of
+        a large fleet's scrape, so it does no more than that."""
+        lazy = summaries if isinstance(summaries, SummariesAt) else None
+        if lazy is None:
+            for key, obs in observations.items():
+                try:
+                    self._add(key, obs, summaries, labels_of)
+                except Exception as err:
+                    failed(key, err)
+            return
+        now, settled_of, previous_of = lazy.now, lazy.settled, self._previous.get
+        rows = self.rows
+        for key, obs in observations.items():
+            try:
+                previous, settled = previous_of(key), settled_of(key)
+                if (
+                    previous is not None
+                    and settled is not None
+                    and previous.fixed.source is settled
+                    and previous.fixed.obs is obs
+                    and settled.holds_at(now)
+                ):
+                    running = settled.running(now)
+                    if running != previous.running:
+                        previous = self._ran_on(previous, running)
+                    rows[key] = previous
+                else:
+                    self._add(key, obs, summaries, labels_of)
+            except Exception as err:
+                failed(key, err)
+
+    def _add(
         self,
         key: str,
         obs: Observation,
         summaries: Mapping[str, Summary],
         labels_of: Callable[[Attrs], _LabelSet],
     ) -> None:
-        """Add a resource's row; raises before anything is added.
-
-        The row is the last scrape's, its running columns brought up to date, while the
-        observation is the same object and the summary's settled part is the same: the same
-        ``Settled`` object where the report makes summaries when read (``SummariesAt``: then
-        no summary is made at all), else equal settled fields."""
+        """Add a resource's row; raises before anything is added. The last scrape's row is
+        kept (its running columns brought up to date) while the observation is the same
+        object and the summary's settled part the same: the same ``Settled`` object where
+        the report makes summaries when read, else equal settled fields."""
         previous = self._previous.get(key)
         summary: Summary | None = None
         lazy = summaries if isinstance(summaries, SummariesAt) else None
@@ -421,67 +490,65 @@ class _KindTable:
                 source, running = None, _NOT_RUNNING
             else:
                 source, running = _settled_fields(summary), _running_fields(summary)
+        kept = previous.fixed if previous is not None and previous.fixed.obs is obs else None
         if (
             previous is not None
-            and previous.obs is obs
-            and (previous.source is source or (type(source) is tuple and previous.source == source))
+            and kept is not None
+            and (kept.source is source or (type(source) is tuple and kept.source == source))
         ):
             if previous.running != running:
                 previous = self._ran_on(previous, running)
             self.rows[key] = previous
             return
-        if summary is None and source is not None:
-            summary = summaries[key]
-        state = str(summary.provisioning_state) if summary is not None else ""
-        if previous is not None and previous.obs is obs:
-            labels, restarts, restart_lines = (
-                previous.labels,
-                previous.restarts,
-                previous.restart_lines,
-            )
+        figures: tuple[int, ...] | None
+        if isinstance(source, Settled):  # read without making the summary
+            figures, state = _settled_figures(source, running), str(source.base.provisioning_state)
         else:
-            labels = labels_of(obs.attrs)
+            summary = summaries[key] if summary is None and source is not None else summary
+            figures = _figures(summary) if summary is not None else None
+            state = str(summary.provisioning_state) if summary is not None else ""
+        if kept is not None:
+            labels, restarts, restart_lines = kept.labels, kept.restarts, kept.restart_lines
+        else:
+            was = previous.fixed if previous is not None else None
+            same = was is not None and (was.obs.attrs is obs.attrs or was.obs.attrs == obs.attrs)
+            labels = was.labels if was is not None and same else labels_of(obs.attrs)
             restarts = tuple(_restart_samples(labels, obs)) if self._restarts else ()
             restart_lines = tuple(self._restart_lines(restarts))
-        values = _row_values(obs, summary)[: self._width]
+        values = _row_values(obs, figures, state)[: self._width]
         lines = self._lines(labels, state, values)
-        running_values = tuple(values[column] for column in _RUNNING_COLUMNS)
-        running_lines = tuple(lines[column] for column in _RUNNING_COLUMNS)
-        self.rows[key] = _Row(
-            *(obs, labels, state, source, values, lines, restarts, restart_lines),
-            *(running, running_values, running_lines),
-        )
+        fixed = _Fixed(obs, labels, state, source, values, lines, restarts, restart_lines)
+        running_lines = (lines[1], lines[2], lines[_PROVISIONING])
+        self.rows[key] = _Row(fixed, running, running_lines)
 
-    def _ran_on(self, row: _Row, running: tuple[int, ...]) -> _Row:
+    def _ran_on(self, row: _Row, running: tuple[int, int, int]) -> _Row:
         """``row`` with the running columns' new values, and lines where they changed (the
         values ``_row_values`` gives: up and down time always, the provisioning duration
         while the row has a provisioning state, which is unchanged)."""
         up, down, provisioning = running
         was_up, was_down, was_provisioning = row.running
-        up_value, down_value, provisioning_value = row.running_values
         up_line, down_line, provisioning_line = row.running_lines
-        labels, state = row.labels, row.state
-        if up != was_up:
-            up_value = _gauge_value(up, _SUMMARY_RULES[0])
-            up_line = self._line(_RUNNING_COLUMNS[0], labels, state, up_value)
+        fixed = row.fixed
+        labels = fixed.labels
+        if up != was_up:  # up and down time are always written (``_SUMMARY_GAUGES``)
+            up_line = exposition.gauge_line(self._names[1], labels.text, up / NANOS_PER_SECOND)
         if down != was_down:
-            down_value = _gauge_value(down, _SUMMARY_RULES[1])
-            down_line = self._line(_RUNNING_COLUMNS[1], labels, state, down_value)
+            down_line = exposition.gauge_line(self._names[2], labels.text, down / NANOS_PER_SECOND)
         if provisioning != was_provisioning:
-            provisioning_value = _provisioning(state, provisioning)
-            provisioning_line = self._line(_PROVISIONING, labels, state, provisioning_value)
-        return _Row(
-            *(row.obs, labels, state, row.source, row.values, row.lines, row.restarts),
-            *(row.restart_lines, running, (up_value, down_value, provisioning_value)),
-            (up_line, down_line, provisioning_line),
-        )
+            value = _provisioning(fixed.state, provisioning)
+            provisioning_line = self._line(_PROVISIONING, labels, fixed.state, value)
+        return _Row(fixed, running, (up_line, down_line, provisioning_line))
 
     def _lines(
         self, labels: _LabelSet, state: str, values: tuple[float | None, ...]
     ) -> tuple[str | None, ...]:
-        return tuple(
-            self._line(column, labels, state, value) for column, value in enumerate(values)
-        )
+        text, line = labels.text, exposition.gauge_line
+        lines = [
+            None if value is None else line(name, text, value)
+            for name, value in zip(self._names, values, strict=True)
+        ]
+        lines[_PROVISIONING] = self._line(_PROVISIONING, labels, state, values[_PROVISIONING])
+        return tuple(lines)
 
     def _line(self, column: int, labels: _LabelSet, state: str, value: float | None) -> str | None:
         if value is None:
@@ -500,7 +567,7 @@ class _KindTable:
         """Family ``index``'s line of each resource (``None`` where it has no sample)."""
         if self._columns is None:
             rows = self.rows.values()
-            columns = list(zip(*(row.lines for row in rows), strict=True))
+            columns = list(zip(*(row.fixed.lines for row in rows), strict=True))
             if not columns:
                 columns = [() for _ in self.families]
             running = list(zip(*(row.running_lines for row in rows), strict=True))
@@ -513,24 +580,27 @@ class _KindTable:
     def samples(self, index: int) -> list[Sample]:
         """Family ``index``'s samples as ``prometheus_client`` tuples."""
         name, stated = self._names[index], index == _PROVISIONING
-        return [
-            Sample(name, (row.labels.with_state(row.state) if stated else row.labels).mapping, v)
-            for row in self.rows.values()
-            if (v := row.value(index)) is not None
-        ]
+        samples = []
+        for row in self.rows.values():
+            value = row.value(index)
+            if value is not None:
+                labels = row.fixed.labels
+                labels = labels.with_state(row.fixed.state) if stated else labels
+                samples.append(Sample(name, labels.mapping, value))
+        return samples
 
     def gauges(self) -> list[exposition.RenderedFamily]:
         """A family for each column with at least one sample, then the restarts."""
         families: list[exposition.RenderedFamily] = [
             _KindGauge(name, help, self, index)
             for index, (name, help) in enumerate(self.families)
-            if any(line is not None for line in self.column(index))
+            if self.column(index).count(None) < len(self.rows)
         ]
         if self._restarts is not None:
             restarts = [
                 (pair, line)
                 for row in self.rows.values()
-                for pair, line in zip(row.restarts, row.restart_lines, strict=True)
+                for pair, line in zip(row.fixed.restarts, row.fixed.restart_lines, strict=True)
             ]
             if restarts:
                 name, help = self._restarts
@@ -550,7 +620,7 @@ class _KindGauge(exposition.RenderedFamily):
         return self.table.samples(self.index)
 
     def sample_lines(self) -> list[str]:
-        return [line for line in self.table.column(self.index) if line is not None]
+        return list(filter(None, self.table.column(self.index)))
 
 
 class _Lines(exposition.RenderedFamily):
@@ -649,12 +719,23 @@ def _histogram_samples(name: str, key: SeriesKey, histogram: Histogram) -> list[
     return samples
 
 
-class _HistogramFamily(exposition.RenderedFamily):
-    """One kind's histograms of one measure: a series per ``SeriesKey``."""
+_HistogramLines = dict[tuple[str, SeriesKey], tuple[tuple[object, ...], list[str]]]
+"""The lines of each histogram series of a scrape, by family name and series, with the
+counts they were written from."""
 
-    def __init__(self, name: str, help: str) -> None:
+
+class _HistogramFamily(exposition.RenderedFamily):
+    """One kind's histograms of one measure: a series per ``SeriesKey``. A series whose
+    counts are those of the last scrape (most of them, from one cycle to the next) takes
+    that scrape's lines (``previous``); every series' lines go into ``kept``."""
+
+    def __init__(
+        self, name: str, help: str, previous: _HistogramLines, kept: _HistogramLines
+    ) -> None:
         super().__init__(name, help, "histogram")
         self.series: list[tuple[SeriesKey, Histogram]] = []
+        self._previous = previous
+        self._kept = kept
 
     def build_samples(self) -> list[Sample]:
         return [
@@ -666,16 +747,25 @@ class _HistogramFamily(exposition.RenderedFamily):
     def sample_lines(self) -> list[str]:
         """What ``build_samples`` holds, as ``prometheus_client`` writes it."""
         lines: list[str] = []
-        bucket, line = f"{self.name}_bucket", exposition.gauge_line
         for key, histogram in self.series:
-            labels = _distribution_labels(key)
-            lines.extend(
-                line(bucket, exposition.label_text({**labels, "le": le}), float(count))
-                for le, count in zip(_LE, histogram.cumulative(), strict=True)
-            )
-            text = exposition.label_text(labels)
-            lines.append(line(f"{self.name}_count", text, float(histogram.count)))
-            lines.append(line(f"{self.name}_sum", text, seconds(histogram.total_ns)))
+            counts = (*histogram.counts, histogram.total_ns, histogram.count)
+            found = self._previous.get((self.name, key))
+            if found is None or found[0] != counts:
+                found = (counts, self._series_lines(key, histogram))
+            self._kept[(self.name, key)] = found
+            lines.extend(found[1])
+        return lines
+
+    def _series_lines(self, key: SeriesKey, histogram: Histogram) -> list[str]:
+        bucket, line = f"{self.name}_bucket", exposition.gauge_line
+        labels = _distribution_labels(key)
+        lines = [
+            line(bucket, exposition.label_text({**labels, "le": le}), float(count))
+            for le, count in zip(_LE, histogram.cumulative(), strict=True)
+        ]
+        text = exposition.label_text(labels)
+        lines.append(line(f"{self.name}_count", text, float(histogram.count)))
+        lines.append(line(f"{self.name}_sum", text, seconds(histogram.total_ns)))
         return lines
 
 
@@ -724,9 +814,11 @@ class ReportCollector:
         self._label_sets: dict[tuple[object, ...], _LabelSet] = {}
         """Label sets of the resources of the last scrape, by their attrs' label values."""
         self._rows: dict[Kind, dict[str, _Row]] = {}
+        """Each kind's rows of the last scrape, by key: what the next one reuses."""
         self._scheduled: dict[tuple[str, str, str], _LabelSet] = {}
         """The label sets of the last scrape's scheduling series."""
-        """Each kind's rows of the last scrape, by key: what the next one reuses."""
+        self._histograms: _HistogramLines = {}
+        """The lines of the last scrape's histogram series."""
 
     def describe(self) -> Iterator[Metric]:
         """Every family name this collector may emit, so the registry can refuse clashes."""
@@ -790,9 +882,10 @@ class ReportCollector:
             row = rows.get(key)
             if obs.tpu_chips_allocatable is None or row is None:
                 continue
-            value = float(obs.tpu_chips_allocatable)
-            line = exposition.gauge_line(name, row.labels.text, value)
-            samples.append(((row.labels, value), line))
+            value, fixed = float(obs.tpu_chips_allocatable), row.fixed
+            if fixed.allocatable is None:  # the fixed part is of this very observation
+                fixed.allocatable = exposition.gauge_line(name, fixed.labels.text, value)
+            samples.append(((fixed.labels, value), fixed.allocatable))
         return [_Lines(name, maintenance.ALLOCATABLE_HELP, samples)] if samples else []
 
     def _noun(self, report: Report, kind_value: str) -> str:
@@ -834,6 +927,7 @@ class ReportCollector:
         """One histogram family per kind and measure that has observations."""
         families: dict[tuple[str, str], _HistogramFamily] = {}
         kinds = {kind.value: kind for kind in (*Kind, *self._described, *report.kinds)}
+        previous, self._histograms = self._histograms, {}
         for key, histogram in report.distributions:
             family = families.get((key.kind, key.measure))
             if family is None:
@@ -841,7 +935,8 @@ class ReportCollector:
                 kind = kinds.get(key.kind)
                 noun = (kind_spec(kind).noun if kind is not None else "") or key.kind
                 help = _DISTRIBUTION_HELP[key.measure].format(noun=noun)
-                family = families[(key.kind, key.measure)] = _HistogramFamily(name, help)
+                family = _HistogramFamily(name, help, previous, self._histograms)
+                families[(key.kind, key.measure)] = family
             family.series.append((key, histogram))
         return list(families.values())
 
@@ -944,13 +1039,13 @@ class ReportCollector:
         summaries = kind_report.summaries
         workload_labels = kind_spec(kind).workload_labels
         labels_of = partial(self._labels, workload_labels=workload_labels, previous=previous)
-        for key, obs in kind_report.observations.items():
-            try:
-                table.add(key, obs, summaries, labels_of)
-            except Exception as err:
-                self._warn_once(f"{kind.value} {key!r}", err)
+        failed = partial(self._resource_failed, kind)
+        table.add_all(kind_report.observations, summaries, labels_of, failed)
         rows[kind] = table.rows
         return table.gauges()
+
+    def _resource_failed(self, kind: Kind, key: str, err: Exception) -> None:
+        self._warn_once(f"{kind.value} {key!r}", err)
 
     def _labels(
         self,

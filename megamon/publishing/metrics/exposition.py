@@ -173,24 +173,25 @@ def _encode(
     registry: Collector,
     render_others: Callable[[list[Metric]], bytes],
     help_text: Callable[[str], str],
-) -> list[bytes]:
-    """The exposition in chunks of UTF-8, one per family written here (so that a large
-    fleet's lines are never all held as strings at once) or per run of other families."""
-    out: list[bytes] = []
+) -> list[str]:
+    """The exposition in pieces of text: every line of the families written here, and the
+    text of each run of other families. The caller joins them and encodes the whole once
+    (a large fleet's lines are held by the collector's rows anyway; one join and one
+    encoding of ~25 MB cost half of a join and an encoding per family, then a join)."""
+    out: list[str] = []
     others: list[Metric] = []
     for family in registry.collect():
         if isinstance(family, RenderedFamily) and family.writes_itself():
             if others:
-                out.append(render_others(others))
+                out.append(render_others(others).decode("utf-8"))
                 others = []
-            lines = family.sample_lines()
-            lines.insert(0, f"# HELP {family.name} {help_text(family.documentation)}\n")
-            lines.insert(1, f"# TYPE {family.name} {family.type}\n")
-            out.append("".join(lines).encode("utf-8"))
+            out.append(f"# HELP {family.name} {help_text(family.documentation)}\n")
+            out.append(f"# TYPE {family.name} {family.type}\n")
+            out.extend(family.sample_lines())
         else:
             others.append(_without_created(family))
     if others:
-        out.append(render_others(others))
+        out.append(render_others(others).decode("utf-8"))
     return out
 
 
@@ -201,7 +202,7 @@ def generate_latest(registry: Collector, escaping: str = openmetrics.UNDERSCORES
         text: bytes = text_format.generate_latest(_Families(families), escaping)
         return text
 
-    return b"".join(_encode(registry, others, _help_text))
+    return "".join(_encode(registry, others, _help_text)).encode("utf-8")
 
 
 def generate_openmetrics(
@@ -216,8 +217,8 @@ def generate_openmetrics(
         return text.removesuffix(_OPENMETRICS_EOF)
 
     out = _encode(registry, others, _openmetrics_help_text)
-    out.append(_OPENMETRICS_EOF)
-    return b"".join(out)
+    out.append(_OPENMETRICS_EOF.decode("utf-8"))
+    return "".join(out).encode("utf-8")
 
 
 def choose_encoder(accept_header: str) -> tuple[Encoder, str]:
