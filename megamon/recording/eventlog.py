@@ -85,6 +85,9 @@ class _KindState:
     retired: dict[str, ArchiveEntry] = field(default_factory=dict)
     seen: dict[str, Attrs] = field(default_factory=dict)
     """Attributes objects already compared with the recorded ones (identity fast path)."""
+    applied: tuple[Mapping[str, EventRecord], Mapping[str, Observation]] | None = None
+    """The live records the latest batch made, and that batch (``reconcile``'s
+    ``applied``, while the records are still those)."""
     run_since: int | None = None
     last_now: int | None = None
     heartbeat_until: int | None = None
@@ -343,7 +346,9 @@ class EventLog:
         state = self._state(kind, now)
         history = state.loaded.history
         before = history.records
-        result = reconcile(before, observations, now)
+        made = state.applied
+        applied = made[1] if made is not None and made[0] is before else None
+        result = reconcile(before, observations, now, applied)
         for key in result.changed:
             old, new = before.get(key), result.records[key]
             start = len(old) if old is not None else 0
@@ -352,8 +357,9 @@ class EventLog:
             for ts, flags in zip(new.timestamps[start:], new.flags[start:], strict=True):
                 detail = "" if flags & FLAG_UP else observation.reason_detail
                 state.pending.append(LogLine(TYPE_EVENT, key, ts, flags, attrs, detail=detail))
+        seen = state.seen.get
         for key, observation in observations.items():
-            if key not in result.changed:
+            if seen(key) is not observation.attrs and key not in result.changed:
                 attrs = self._attrs(state, key, observation.attrs, force=False)
                 if attrs is not None:
                     state.pending.append(LogLine(TYPE_ATTRS, key, now, attrs=attrs))
@@ -368,6 +374,7 @@ class EventLog:
             if self._on_retired is not None:
                 self._on_retired(entry)
         history.records = result.records
+        state.applied = (result.records, observations)
         state.run_since = now if state.run_since is None else state.run_since
         state.last_now = now
         self._applied.add(kind)
