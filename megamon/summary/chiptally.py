@@ -241,6 +241,67 @@ def _settle(
     )
 
 
+@dataclass(slots=True)
+class _GroupSums:
+    """The live records of one kind and accelerator, summed so that their chip-weighted
+    figures at any ``now`` past every last event and every gap cost O(1): Σ chips × up and
+    Σ chips × down at the last events, and for the records whose open band grows (up or
+    down), Σ chips and Σ chips × (last event + the unobserved time after it). Integers, so
+    the sums are those of the records' own ``_Settled.at``, to the nanosecond."""
+
+    up: int = 0
+    down: int = 0
+    up_chips: int = 0
+    up_since: int = 0
+    down_chips: int = 0
+    down_since: int = 0
+
+    def count(self, entry: _Settled, gaps: tuple[Span, ...], sign: int) -> None:
+        """Add ``entry`` (``sign`` 1) or take it back (-1), under the kind's ``gaps``."""
+        chips = entry.chips * sign
+        self.up += chips * entry.up
+        self.down += chips * entry.down
+        if entry.growth is Growth.NEITHER:
+            return
+        end = gaps[-1][1] if gaps else entry.last
+        since = chips * (entry.last + unobserved_within(gaps, entry.last, end))
+        if entry.growth is Growth.UP:
+            self.up_chips += chips
+            self.up_since += since
+        else:
+            self.down_chips += chips
+            self.down_since += since
+
+    def at(self, now: int) -> tuple[int, int]:
+        """Σ chips × up and Σ chips × down at ``now`` (past every last event and gap)."""
+        return (
+            self.up + self.up_chips * now - self.up_since,
+            self.down + self.down_chips * now - self.down_since,
+        )
+
+
+@dataclass(slots=True)
+class _KindSums:
+    """``_GroupSums`` of one kind's live records by accelerator, and the latest last event
+    among them (an upper bound: a record that left may have set it)."""
+
+    groups: dict[str, _GroupSums] = field(default_factory=dict)
+    latest: int = -(1 << 64)
+
+    def count(self, entry: _Settled | None, gaps: tuple[Span, ...], sign: int) -> None:
+        if entry is None or not entry.chips:
+            return
+        group = self.groups.get(entry.accelerator)
+        if group is None:
+            group = self.groups[entry.accelerator] = _GroupSums()
+        group.count(entry, gaps, sign)
+        self.latest = max(self.latest, entry.last)
+
+    def hold_at(self, now: int, gaps: tuple[Span, ...]) -> bool:
+        """Whether ``at(now)`` is every record's: ``now`` past every last event and gap."""
+        return now >= self.latest and (not gaps or now >= gaps[-1][1])
+
+
 def _add(sums: dict[Group, list[int]], group: Group, chips: int, up: int, down: int) -> None:
     found = sums.get(group)
     if found is None:
@@ -260,6 +321,9 @@ class ChipTally:
     """Chip-nanoseconds up and down of the archived resources whose figures are settled."""
     _unsettled: list[tuple[Kind, ArchiveEntry]] = field(default_factory=list)
     """Archived resources retired after ``now`` or after the coverage: figured each cycle."""
+    _sums: dict[Kind, _KindSums] = field(default_factory=dict)
+    """The live records of each kind summed (``_GroupSums``), kept as they change; a kind
+    missing is summed afresh when next read (its gaps changed, or folds were seeded)."""
 
     def update(
         self,
@@ -278,7 +342,9 @@ class ChipTally:
         if gaps != self._gaps.get(kind, ()):
             for key in [k for k, e in memo.items() if e and gaps_before(gaps, e.last) != e.gaps]:
                 del memo[key]
+            self._sums.pop(kind, None)  # every record's unobserved time after it changed
         self._gaps[kind] = gaps
+        sums = self._sums.get(kind)
         for key, record in records.items():
             entry = memo.get(key)
             obs_attrs = attrs.get(key)
@@ -291,10 +357,15 @@ class ChipTally:
                 and extends(record, entry.record)
             ):
                 fold = entry.fold
-            memo[key] = _settle(kind, key, record, obs_attrs, gaps, fold=fold)
+            settled = memo[key] = _settle(kind, key, record, obs_attrs, gaps, fold=fold)
+            if sums is not None:
+                sums.count(entry, gaps, -1)
+                sums.count(settled, gaps, 1)
         if len(memo) > len(records):
             for key in [k for k in memo if k not in records]:
-                del memo[key]
+                gone = memo.pop(key)
+                if sums is not None:
+                    sums.count(gone, gaps, -1)
 
     def folds(self, kind: Kind) -> dict[str, tuple[EventRecord, AvailabilityFold]]:
         """Every live record of ``kind`` settled, with its fold (the persisted state)."""
@@ -322,6 +393,7 @@ class ChipTally:
         entry = _Settled(record, None, "", 0, before, fold.up, fold.down, last, growth, fold)
         self._live.setdefault(kind, {})[key] = entry
         self._gaps[kind] = gaps
+        self._sums.pop(kind, None)
 
     def add_archived(self, kind: Kind, entry: ArchiveEntry) -> None:
         """A retired resource's history (one archive entry), counted from the next rows."""
@@ -338,15 +410,13 @@ class ChipTally:
         kind's observed coverage (``None``: none recorded), after which gaps may still
         appear."""
         sums = {group: list(values) for group, values in self._archived.items()}
-        for kind, memo in self._live.items():
-            gaps = self._gaps[kind]
-            for entry in memo.values():
-                if entry is not None and entry.chips:
-                    group = (kind, entry.accelerator)
-                    if now >= entry.last:
-                        _add(sums, group, entry.chips, *entry.at(now, gaps))
-                    else:  # events after ``now`` (a skewed clock): figured afresh
-                        self._add_live_now(sums, kind, entry, gaps, now)
+        for kind in self._live:
+            kind_sums = self._kind_sums(kind)
+            if kind_sums.hold_at(now, self._gaps[kind]):
+                for accelerator, group in kind_sums.groups.items():
+                    _add(sums, (kind, accelerator), 1, *group.at(now))
+            else:
+                self._add_each(sums, kind, now)
         self._unsettled = [
             (kind, entry)
             for kind, entry in self._unsettled
@@ -358,6 +428,28 @@ class ChipTally:
             for (kind, accelerator), (up, down) in ordered
             if up + down > 0
         )
+
+    def _kind_sums(self, kind: Kind) -> _KindSums:
+        """The kept sums of ``kind``'s live records, summed afresh when missing."""
+        found = self._sums.get(kind)
+        if found is None:
+            found = self._sums[kind] = _KindSums()
+            gaps = self._gaps[kind]
+            for entry in self._live[kind].values():
+                found.count(entry, gaps, 1)
+        return found
+
+    def _add_each(self, sums: dict[Group, list[int]], kind: Kind, now: int) -> None:
+        """Add the figures of ``kind``'s live records at ``now`` record by record: the
+        definition the kept sums follow, for a ``now`` they do not hold at."""
+        gaps = self._gaps[kind]
+        for entry in self._live[kind].values():
+            if entry is not None and entry.chips:
+                group = (kind, entry.accelerator)
+                if now >= entry.last:
+                    _add(sums, group, entry.chips, *entry.at(now, gaps))
+                else:  # events after ``now`` (a skewed clock): figured afresh
+                    self._add_live_now(sums, kind, entry, gaps, now)
 
     def _add_live_now(
         self,

@@ -35,18 +35,22 @@ class SettledMemo:
     """
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[Kind, str], _Entry] = {}
+        self._entries: dict[Kind, dict[str, _Entry]] = {}
         self._lock = threading.Lock()
 
     def seed(self, kind: Kind, key: str, record: EventRecord, fold: SummaryFold) -> None:
         """Use ``fold`` (of ``record``, or of a record it extends) for ``key``."""
         with self._lock:
-            self._entries[(kind, key)] = _Entry(record, fold, None)
+            self._entries.setdefault(kind, {})[key] = _Entry(record, fold, None)
 
     def folds(self) -> dict[tuple[Kind, str], tuple[EventRecord, SummaryFold]]:
         """Every resource's record and fold, as of the last report."""
         with self._lock:
-            return {k: (e.record, e.fold) for k, e in self._entries.items()}
+            return {
+                (kind, key): (e.record, e.fold)
+                for kind, entries in self._entries.items()
+                for key, e in entries.items()
+            }
 
     def summaries(
         self,
@@ -57,23 +61,24 @@ class SettledMemo:
         ``now`` (made when first read)."""
         with self._lock:  # held throughout: the folds are updated in place
             previous = self._entries
-            kept: dict[tuple[Kind, str], _Entry] = {}
+            self._entries = {}
             result = []
             for kind, observations, records in parts:
+                found = previous.get(kind, {}).get
+                kept = self._entries[kind] = {}
                 settled: dict[str, Settled] = {}
                 ahead: dict[str, EventRecord] = {}
                 for key in observations:
                     record = records.get(key, EMPTY_RECORD)
-                    entry = previous.get((kind, key))
+                    entry = found(key)
                     if entry is None or entry.record is not record or entry.settled is None:
                         entry = _folded(entry, record)
-                    kept[(kind, key)] = entry
+                    kept[key] = entry
                     assert entry.settled is not None
                     settled[key] = entry.settled
                     if not entry.settled.holds_at(now):
                         ahead[key] = record
                 result.append(SummariesAt(settled, ahead, now))
-            self._entries = kept
         return result
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
 from megamon.domain.summaries import EMPTY_SUMMARY, ProvisioningState, Summary
-from megamon.domain.timestamps import add, elapsed, saturated
+from megamon.domain.timestamps import MAX_DURATION_NS, add, elapsed, saturated
 
 
 @dataclass(slots=True)
@@ -126,19 +126,18 @@ class Settled:
     def running(self, now: int) -> tuple[int, int, int]:
         """(up time, down time, provisioning duration) of ``at(now)``: the only figures that
         grow with ``now``; every other one is ``base``'s."""
-        base = self.base
-        if self.last is None:
+        base, last = self.base, self.last
+        if last is None:
             return base.up_time, base.down_time, base.provisioning_duration
-        running = add(self.open_before_last, elapsed(self.last, now))
-        return (
-            add(base.up_time, running if self.open_up else 0),
-            add(base.down_time, 0 if self.open_up else running),
-            (
-                base.provisioning_duration
-                if self.provisioning_since is None
-                else elapsed(self.provisioning_since, now)
-            ),
-        )
+        # add(self.open_before_last, elapsed(last, now)), written out: called for every
+        # resource at every scrape (both are durations, the first not negative)
+        running = self.open_before_last + (now - last if now > last else 0)
+        running = running if running <= MAX_DURATION_NS else MAX_DURATION_NS
+        since = self.provisioning_since
+        provisioning = base.provisioning_duration if since is None else elapsed(since, now)
+        if self.open_up:
+            return add(base.up_time, running), base.down_time, provisioning
+        return base.up_time, add(base.down_time, running), provisioning
 
     def holds_at(self, now: int) -> bool:
         """Whether ``at(now)`` is the record's summary at ``now`` (``summary_at``): no event

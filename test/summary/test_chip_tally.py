@@ -125,6 +125,26 @@ def test_the_tally_is_the_reports_chip_availability_at_every_now(
                 (kind, accelerator): ratio for kind, accelerator, ratio in tally.rows(at, covered)
             }
             assert found == report_ratios(world.resources(at), at)
+            assert summed(tally, at) == each(tally, at)
+
+
+def summed(tally: ChipTally, now: int) -> dict[tuple[Kind, str], list[int]]:
+    """The kept sums of the live records at ``now`` (groups with some time)."""
+    sums: dict[tuple[Kind, str], list[int]] = {}
+    for kind in tally._live:
+        kind_sums = tally._kind_sums(kind)
+        assert kind_sums.hold_at(now, tally._gaps[kind])
+        for accelerator, group in kind_sums.groups.items():
+            chiptally._add(sums, (kind, accelerator), 1, *group.at(now))
+    return {group: values for group, values in sums.items() if values != [0, 0]}
+
+
+def each(tally: ChipTally, now: int) -> dict[tuple[Kind, str], list[int]]:
+    """The same, record by record (what the sums stand for)."""
+    sums: dict[tuple[Kind, str], list[int]] = {}
+    for kind in tally._live:
+        tally._add_each(sums, kind, now)
+    return {group: values for group, values in sums.items() if values != [0, 0]}
 
 
 def test_an_unchanged_record_is_not_figured_again(monkeypatch: pytest.MonkeyPatch) -> None:
