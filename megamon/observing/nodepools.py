@@ -21,7 +21,6 @@ from megamon.domain.interruptions import NodeSignals
 from megamon.domain.kinds import Kind
 from megamon.domain.observations import NodePoolAttrs, Observation
 from megamon.domain.rules import tpu
-from megamon.domain.rules.readiness import CONDITION_UNKNOWN, Readiness, node_readiness
 from megamon.domain.rules.upness import is_up, surplus
 from megamon.domain.timestamps import NANOS_PER_SECOND
 from megamon.errors import ObservationError
@@ -61,24 +60,6 @@ def announcement(
             return previous
         return (scheduled, now // NANOS_PER_SECOND)
     return previous if keep else None
-
-
-def _signals(nodes: Sequence[NodeView], now: int, settings: Settings) -> NodeSignals:
-    """What a down pool's nodes say about why (a second pass, over down pools only)."""
-    lost = not_ready = maintenance = terminating = cordoned = 0
-    for node in nodes:
-        state = node_readiness(node.ready_status, node.ready_since_ns, now, settings.grace_ns)
-        if state is Readiness.NOT_READY:
-            if node.ready_status == CONDITION_UNKNOWN:
-                lost += 1
-            else:
-                not_ready += 1
-        if node.maintenance == interruptions.NODE_MAINTENANCE_ACTIVE:
-            maintenance += 1
-        elif node.maintenance == interruptions.NODE_MAINTENANCE_TERMINATING:
-            terminating += 1
-        cordoned += node.unschedulable
-    return NodeSignals(len(nodes), lost, not_ready, maintenance, terminating, cordoned)
 
 
 def _cause(pool: NodePoolView, expected: int, signals: NodeSignals | None) -> interruptions.Cause:
@@ -281,7 +262,7 @@ def _observe(
             exact = settings.exact_count
             down = not is_up(expected, ready, unknown, settings.threshold, exact=exact)
             if not expected_down and down:
-                signals = _signals(members, now, settings)  # why it is down
+                signals = counts.signals  # why it is down
             found = announcement(
                 announced.get(pool.name),
                 counts.scheduled,

@@ -13,7 +13,8 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from megamon.domain import maintenance
+from megamon.domain import interruptions, maintenance
+from megamon.domain.interruptions import NodeSignals
 from megamon.domain.rules.readiness import CONDITION_UNKNOWN, Readiness, node_readiness
 from megamon.sources.kube.projections import NodeView
 
@@ -32,6 +33,9 @@ class NodeCounts:
     """Nodes whose ``scheduled-maintenance-time`` holds no time."""
     in_maintenance: bool
     """Whether GKE says a maintenance has begun on one of the nodes."""
+    signals: NodeSignals
+    """What the nodes say of why the group is down, should it be (counted in the same pass,
+    and kept with the rest: a group down for many cycles is not passed over again)."""
     holds_from: int
     holds_until: int
     """The counts hold for every ``now`` in [holds_from, holds_until): the only thing that
@@ -46,9 +50,10 @@ _ALWAYS = 1 << 64
 
 
 def tally(nodes: Sequence[NodeView], now: int, grace_ns: int) -> NodeCounts:
-    """Ready and unknown nodes, allocatable chips, announced maintenance: a plain loop, as
-    it runs over every node of the fleet."""
+    """Ready and unknown nodes, allocatable chips, announced maintenance, the signals of a
+    down group: a plain loop, as it runs over every node of the fleet."""
     ready = unknown = malformed = 0
+    lost = not_ready = active = terminating = cordoned = 0
     in_maintenance = False
     allocatable: int | None = None
     scheduled = maintenance.NOT_SCHEDULED
@@ -60,6 +65,10 @@ def tally(nodes: Sequence[NodeView], now: int, grace_ns: int) -> NodeCounts:
             ready += 1
         elif state is Readiness.UNKNOWN:
             unknown += 1
+        elif node.ready_status == CONDITION_UNKNOWN:  # not ready: Unknown past the grace
+            lost += 1
+        else:
+            not_ready += 1
         if state is not Readiness.READY and node.ready_status == CONDITION_UNKNOWN:
             since = node.ready_since_ns
             if since is not None:  # Unknown until since + grace, not ready from then on
@@ -77,8 +86,14 @@ def tally(nodes: Sequence[NodeView], now: int, grace_ns: int) -> NodeCounts:
                 scheduled = at
         if node.maintenance:
             in_maintenance = True
+            if node.maintenance == interruptions.NODE_MAINTENANCE_ACTIVE:
+                active += 1
+            elif node.maintenance == interruptions.NODE_MAINTENANCE_TERMINATING:
+                terminating += 1
+        cordoned += node.unschedulable
+    signals = NodeSignals(len(nodes), lost, not_ready, active, terminating, cordoned)
     return NodeCounts(
-        *(ready, unknown, allocatable, scheduled, malformed, in_maintenance),
+        *(ready, unknown, allocatable, scheduled, malformed, in_maintenance, signals),
         *(holds_from, holds_until),
     )
 

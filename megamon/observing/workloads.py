@@ -27,8 +27,7 @@ from megamon.observing.described import (
     observe_described,
 )
 from megamon.observing.nodegroups import NodeGroups
-from megamon.observing.nodepools import _signals
-from megamon.observing.tallies import Tallies
+from megamon.observing.tallies import NodeCounts, Tallies
 from megamon.sources.kube.projections import JobSetView, LwsView, NodeView
 
 JOBSET_FIELDS = shipped(JOBSET_DESCRIPTION).Labels.attr_fields()
@@ -69,8 +68,7 @@ def _jobset_nodes_observation(  # noqa: PLR0917 - the reuse key spread out
 def _jobset_nodes_cause(  # noqa: PLR0917 - the inputs of one rule
     js: JobSetView,
     found: Sequence[NodeView],
-    counts: tuple[int, int],
-    now: int,
+    counts: NodeCounts,
     settings: Settings,
     pools_down: PoolsDown,
     provisioned: bool,
@@ -82,12 +80,12 @@ def _jobset_nodes_cause(  # noqa: PLR0917 - the inputs of one rule
     of why they are down: the rule needs them for no other (at L, with 1% of the nodes
     flipping every cycle, asking anyway cost 0.2 s a cycle)."""
     expected = _expected_nodes(js)
-    ready, unknown = counts
+    ready, unknown = counts.ready, counts.unknown
     completed = js.terminal == labels.JOBSET_COMPLETED
     if completed or is_up(expected, ready, unknown, settings.threshold, exact=settings.exact_count):
         return NO_CAUSE
     spot = js.described.tpu.spot or any(node.spot for node in found)
-    signals = _signals(found, now, settings)
+    signals = counts.signals
     explained = interruptions.node_cause(expected=expected, spot=spot, nodes=signals)
     asks = provisioned and not js.terminal and explained is None
     return interruptions.jobset_nodes_cause(
@@ -253,13 +251,12 @@ class WorkloadObserver:
             for js in jobsets:
                 found = by_jobset.get((js.namespace, js.name), ())
                 counted = tally(js.uid, found, now, settings.grace_ns)
-                counts = counted.ready, counted.unknown
                 try:
                     was_up = js.uid in self._provisioned
                     cause = _jobset_nodes_cause(
-                        js, found, counts, now, settings, pools_down or no_pools, was_up
+                        js, found, counted, settings, pools_down or no_pools, was_up
                     )
-                    inputs = (js, *counts, settings, cause, len(found))
+                    inputs = (js, counted.ready, counted.unknown, settings, cause, len(found))
                     build = partial(_jobset_nodes_observation, *inputs)
                     observation = reuse(js.uid, inputs, build)
                 except Exception as err:  # one object, never the cycle
