@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from megamon.domain.events import EventRecord, UpEvent
 from megamon.domain.observations import Observation
 from megamon.recording.appending import next_record, reconcile
@@ -150,3 +153,47 @@ def test_down_since_on_a_record_already_down_appends_nothing() -> None:
     before = record(down(0), up(M), down(2 * M))
     held = obs(0, expected_down=True).model_copy(update={"down_since": T0 + 3 * M})
     assert next_record(before, held, T0 + 4 * M) is before
+
+
+OBSERVED = [
+    UP,
+    DOWN,
+    obs(0, failed=True),
+    obs(0, expected_down=True),
+    obs(1, unknown=1, expected=2),
+    UP.model_copy(update={"down_since": T0 + M, "reason": "node-lost"}),
+    DOWN.model_copy(update={"down_since": T0 + M}),
+    UP.model_copy(update={"up_since": T0 + 2 * M}),
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 2 * H),
+            st.dictionaries(st.sampled_from("abc"), st.sampled_from(range(len(OBSERVED)))),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_knowing_the_batch_that_made_the_records_changes_nothing(
+    batches: list[tuple[int, dict[str, int]]],
+) -> None:
+    """The event log tells ``reconcile`` which batch made its records (``applied``), so that
+    a key observed as the same object again is skipped: the records, changes and
+    retirements are those of reconciling without it, batch after batch, whatever the
+    observations hold (held downs, timed ups, failures) and however often they repeat."""
+    records: dict[str, EventRecord] = {}
+    plain: dict[str, EventRecord] = {}
+    applied = None
+    now = T0
+    for after, chosen in batches:
+        now += after
+        observations = {key: OBSERVED[index] for key, index in chosen.items()}
+        ours = reconcile(records, observations, now, applied)
+        theirs = reconcile(plain, observations, now)
+        assert ours.records == theirs.records
+        assert (ours.changed, ours.retired) == (theirs.changed, theirs.retired)
+        records, plain, applied = ours.records, theirs.records, observations
