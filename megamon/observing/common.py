@@ -105,7 +105,7 @@ class Reuse(Generic[K, V]):
     def call(self) -> Iterator[ReuseCall[K, V]]:
         """``get(key, inputs, build)`` for one call of the observer: the value built last
         time for ``key`` if its ``inputs`` are equal (identical, mostly: the watch caches
-        keep unchanged projections), else ``build()``; ``get.stale(key)`` the value of the
+        keep unchanged projections), else ``build(*inputs)``; ``get.stale(key)`` the value of the
         last call, kept as it was. Kept when the call succeeds."""
         call: ReuseCall[K, V] = ReuseCall(self._latest)
         yield call
@@ -119,10 +119,12 @@ class ReuseCall(Generic[K, V]):
         self._latest = latest
         self.current: dict[K, tuple[tuple[object, ...], V]] = {}
 
-    def __call__(self, key: K, inputs: tuple[object, ...], build: Callable[[], V]) -> V:
+    def __call__(self, key: K, inputs: tuple[object, ...], build: Callable[..., V]) -> V:
+        """The value built for ``key`` from equal ``inputs`` last time, else
+        ``build(*inputs)``."""
         found = self.current.get(key) or self._latest.get(key)
         if found is None or found[0] != inputs:
-            found = (inputs, build())
+            found = (inputs, build(*inputs))
         self.current[key] = found
         return found[1]
 

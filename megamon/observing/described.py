@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import partial
 
 from megamon.domain.descriptions import COMPLETED, WORKLOAD_UID, KindDescription
 from megamon.domain.interruptions import NO_CAUSE, Cause, workload_cause
@@ -128,7 +127,7 @@ def observe_described(
         for view in views:
             try:
                 inputs = (view, fields, settings, _cause(view, causes, settings))
-                observation = get(view.uid, inputs, partial(described_observation, *inputs))
+                observation = get(view.uid, inputs, described_observation)
             except Exception as err:  # one object, never the cycle
                 result.problems.append(problem_of(kind, _subject(view), err))
                 stale = get.stale(view.uid)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from functools import partial
 
 from megamon.domain import interruptions, labels
 from megamon.domain.interruptions import NodeSignals
@@ -278,7 +277,7 @@ def _observe(
                 *(counts.allocatable, found, _jobset(members) if found else ""),
                 len(members),
             )
-            built = reuse(pool.name, inputs, partial(_observation, *inputs))
+            built = reuse(pool.name, inputs, _observation)
             result.observations[pool.name] = built
             if _short(pool, members, expected):
                 short.add(pool.name)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import partial
 
 from megamon.domain import interruptions, labels
 from megamon.domain import restarts as restart_rules
@@ -257,8 +256,7 @@ class WorkloadObserver:
                         js, found, counted, settings, pools_down or no_pools, was_up
                     )
                     inputs = (js, counted.ready, counted.unknown, settings, cause, len(found))
-                    build = partial(_jobset_nodes_observation, *inputs)
-                    observation = reuse(js.uid, inputs, build)
+                    observation = reuse(js.uid, inputs, _jobset_nodes_observation)
                 except Exception as err:  # one object, never the cycle
                     result.problems.append(problem_of(Kind.JOBSET_NODES, _subject(js), err))
                     stale = reuse.stale(js.uid)
