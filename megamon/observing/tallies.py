@@ -51,38 +51,42 @@ _ALWAYS = 1 << 64
 
 def tally(nodes: Sequence[NodeView], now: int, grace_ns: int) -> NodeCounts:
     """Ready and unknown nodes, allocatable chips, announced maintenance, the signals of a
-    down group: a plain loop, as it runs over every node of the fleet."""
+    down group: a plain loop with its constants in locals, as it runs over every node of
+    the groups that changed, every cycle."""
     ready = unknown = malformed = 0
     lost = not_ready = active = terminating = cordoned = 0
     in_maintenance = False
     allocatable: int | None = None
-    scheduled = maintenance.NOT_SCHEDULED
-    grace = grace_ns
+    scheduled = not_scheduled = maintenance.NOT_SCHEDULED
+    readiness, is_ready, is_unknown = node_readiness, Readiness.READY, Readiness.UNKNOWN
     holds_from, holds_until = -_ALWAYS, _ALWAYS
     for node in nodes:
-        state = node_readiness(node.ready_status, node.ready_since_ns, now, grace)
-        if state is Readiness.READY:
+        status = node.ready_status
+        state = readiness(status, node.ready_since_ns, now, grace_ns)
+        if state is is_ready:
             ready += 1
-        elif state is Readiness.UNKNOWN:
-            unknown += 1
-        elif node.ready_status == CONDITION_UNKNOWN:  # not ready: Unknown past the grace
-            lost += 1
         else:
-            not_ready += 1
-        if state is not Readiness.READY and node.ready_status == CONDITION_UNKNOWN:
+            if state is is_unknown:
+                unknown += 1
+            elif status == CONDITION_UNKNOWN:  # not ready: Unknown past the grace
+                lost += 1
+            else:
+                not_ready += 1
             since = node.ready_since_ns
-            if since is not None:  # Unknown until since + grace, not ready from then on
-                if since + grace > now:
-                    holds_until = min(holds_until, since + grace)
+            if status == CONDITION_UNKNOWN and since is not None:
+                # Unknown until since + grace, not ready from then on
+                if since + grace_ns > now:
+                    holds_until = min(holds_until, since + grace_ns)
                 else:
-                    holds_from = max(holds_from, since + grace)
-        if node.tpu_allocatable is not None:
-            allocatable = node.tpu_allocatable + (allocatable or 0)
+                    holds_from = max(holds_from, since + grace_ns)
+        chips = node.tpu_allocatable
+        if chips is not None:
+            allocatable = chips + (allocatable or 0)
         at = node.scheduled_maintenance
-        if at != maintenance.NOT_SCHEDULED:
+        if at != not_scheduled:
             if at == maintenance.MALFORMED:
                 malformed += 1
-            elif scheduled == maintenance.NOT_SCHEDULED or at < scheduled:
+            elif scheduled == not_scheduled or at < scheduled:
                 scheduled = at
         if node.maintenance:
             in_maintenance = True
@@ -90,7 +94,8 @@ def tally(nodes: Sequence[NodeView], now: int, grace_ns: int) -> NodeCounts:
                 active += 1
             elif node.maintenance == interruptions.NODE_MAINTENANCE_TERMINATING:
                 terminating += 1
-        cordoned += node.unschedulable
+        if node.unschedulable:
+            cordoned += 1
     signals = NodeSignals(len(nodes), lost, not_ready, active, terminating, cordoned)
     return NodeCounts(
         *(ready, unknown, allocatable, scheduled, malformed, in_maintenance, signals),
