@@ -319,8 +319,8 @@ def test_content_negotiation_is_prometheus_clients(
 )
 def test_values_are_written_as_go_writes_them(value: float) -> None:
     assert exposition.value_text(value) == floatToGoString(value)
-    assert exposition.gauge_lines("m", [""], [value]) == [f"m {floatToGoString(value)}\n"]
-    assert exposition.gauge_line("m", "", value) == f"m {floatToGoString(value)}\n"
+    assert exposition.gauge_lines("m", [""], [value]) == [f"m {floatToGoString(value)}\n".encode()]
+    assert exposition.gauge_line("m", "", value) == f"m {floatToGoString(value)}\n".encode()
 
 
 @given(
@@ -334,7 +334,7 @@ def test_values_are_written_as_go_writes_them(value: float) -> None:
 )
 def test_any_value_is_written_as_prometheus_client_writes_it(value: float) -> None:
     assert exposition.value_text(value) == floatToGoString(value)
-    assert exposition.gauge_line("m", "", value) == f"m {floatToGoString(value)}\n"
+    assert exposition.gauge_line("m", "", value) == f"m {floatToGoString(value)}\n".encode()
 
 
 _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)

@@ -345,9 +345,9 @@ class _Fixed:
         state: str,
         source: object,
         values: tuple[float | None, ...],
-        lines: tuple[str | None, ...],
+        lines: tuple[bytes | None, ...],
         restarts: tuple[tuple[_LabelSet, float], ...],
-        restart_lines: tuple[str, ...],
+        restart_lines: tuple[bytes, ...],
     ) -> None:
         self.obs = obs
         self.labels = labels
@@ -364,7 +364,7 @@ class _Fixed:
         row's own)."""
         self.restarts = restarts
         self.restart_lines = restart_lines
-        self.allocatable: str | None = None
+        self.allocatable: bytes | None = None
         """The line of a node pool's allocatable chips, once written (``_allocatable``)."""
 
 
@@ -382,7 +382,7 @@ class _Row:
     __slots__ = ("fixed", "running", "running_lines")
 
     def __init__(
-        self, fixed: _Fixed, running: tuple[int, int, int], running_lines: tuple[str | None, ...]
+        self, fixed: _Fixed, running: tuple[int, int, int], running_lines: tuple[bytes | None, ...]
     ) -> None:
         self.fixed = fixed
         self.running = running
@@ -421,7 +421,7 @@ class _KindTable:
         self._names = [name for name, _ in self.families]
         self._previous = previous
         self.rows: dict[str, _Row] = {}
-        self._columns: list[tuple[str | None, ...]] | None = None
+        self._columns: list[tuple[bytes | None, ...]] | None = None
 
     def add_all(
         self,
@@ -541,7 +541,7 @@ class _KindTable:
 
     def _lines(
         self, labels: _LabelSet, state: str, values: tuple[float | None, ...]
-    ) -> tuple[str | None, ...]:
+    ) -> tuple[bytes | None, ...]:
         text, line = labels.text, exposition.gauge_line
         lines = [
             None if value is None else line(name, text, value)
@@ -550,20 +550,22 @@ class _KindTable:
         lines[_PROVISIONING] = self._line(_PROVISIONING, labels, state, values[_PROVISIONING])
         return tuple(lines)
 
-    def _line(self, column: int, labels: _LabelSet, state: str, value: float | None) -> str | None:
+    def _line(
+        self, column: int, labels: _LabelSet, state: str, value: float | None
+    ) -> bytes | None:
         if value is None:
             return None
         if column == _PROVISIONING:
             labels = labels.with_state(state)
         return exposition.gauge_line(self._names[column], labels.text, value)
 
-    def _restart_lines(self, restarts: Iterable[tuple[_LabelSet, float]]) -> Iterator[str]:
+    def _restart_lines(self, restarts: Iterable[tuple[_LabelSet, float]]) -> Iterator[bytes]:
         if self._restarts is not None:
             name = self._restarts[0]
             for labels, count in restarts:
                 yield exposition.gauge_line(name, labels.text, count)
 
-    def column(self, index: int) -> tuple[str | None, ...]:
+    def column(self, index: int) -> tuple[bytes | None, ...]:
         """Family ``index``'s line of each resource (``None`` where it has no sample)."""
         if self._columns is None:
             rows = self.rows.values()
@@ -619,7 +621,7 @@ class _KindGauge(exposition.RenderedFamily):
     def build_samples(self) -> list[Sample]:
         return self.table.samples(self.index)
 
-    def sample_lines(self) -> list[str]:
+    def sample_lines(self) -> list[bytes]:
         return list(filter(None, self.table.column(self.index)))
 
 
@@ -633,7 +635,7 @@ class _Lines(exposition.RenderedFamily):
         return cls(name, help, [((ls, value), line(name, ls.text, value)) for ls in labels])
 
     def __init__(
-        self, name: str, help: str, samples: list[tuple[tuple[_LabelSet, float], str]]
+        self, name: str, help: str, samples: list[tuple[tuple[_LabelSet, float], bytes]]
     ) -> None:
         super().__init__(name, help)
         self._given = samples
@@ -641,7 +643,7 @@ class _Lines(exposition.RenderedFamily):
     def build_samples(self) -> list[Sample]:
         return [Sample(self.name, labels.mapping, value) for (labels, value), _ in self._given]
 
-    def sample_lines(self) -> list[str]:
+    def sample_lines(self) -> list[bytes]:
         return [line for _, line in self._given]
 
 
@@ -719,7 +721,7 @@ def _histogram_samples(name: str, key: SeriesKey, histogram: Histogram) -> list[
     return samples
 
 
-_HistogramLines = dict[tuple[str, SeriesKey], tuple[tuple[object, ...], list[str]]]
+_HistogramLines = dict[tuple[str, SeriesKey], tuple[tuple[object, ...], list[bytes]]]
 """The lines of each histogram series of a scrape, by family name and series, with the
 counts they were written from."""
 
@@ -744,9 +746,9 @@ class _HistogramFamily(exposition.RenderedFamily):
             for sample in _histogram_samples(self.name, key, histogram)
         ]
 
-    def sample_lines(self) -> list[str]:
+    def sample_lines(self) -> list[bytes]:
         """What ``build_samples`` holds, as ``prometheus_client`` writes it."""
-        lines: list[str] = []
+        lines: list[bytes] = []
         for key, histogram in self.series:
             counts = (*histogram.counts, histogram.total_ns, histogram.count)
             found = self._previous.get((self.name, key))
@@ -756,7 +758,7 @@ class _HistogramFamily(exposition.RenderedFamily):
             lines.extend(found[1])
         return lines
 
-    def _series_lines(self, key: SeriesKey, histogram: Histogram) -> list[str]:
+    def _series_lines(self, key: SeriesKey, histogram: Histogram) -> list[bytes]:
         bucket, line = f"{self.name}_bucket", exposition.gauge_line
         labels = _distribution_labels(key)
         lines = [

@@ -113,8 +113,9 @@ class RenderedFamily(Metric, ABC):
         """The family's samples as ``prometheus_client`` objects."""
 
     @abstractmethod
-    def sample_lines(self) -> list[str]:
-        """The family's sample lines in the text format, each ending in a newline."""
+    def sample_lines(self) -> list[bytes]:
+        """The family's sample lines in the text format, each ending in a newline, in
+        UTF-8: written once, they are joined into the body without a second encoding."""
 
     def writes_itself(self) -> bool:
         """Whether the lines can be used as they are: a gauge or a histogram (whose lines
@@ -173,25 +174,25 @@ def _encode(
     registry: Collector,
     render_others: Callable[[list[Metric]], bytes],
     help_text: Callable[[str], str],
-) -> list[str]:
-    """The exposition in pieces of text: every line of the families written here, and the
-    text of each run of other families. The caller joins them and encodes the whole once
-    (a large fleet's lines are held by the collector's rows anyway; one join and one
-    encoding of ~25 MB cost half of a join and an encoding per family, then a join)."""
-    out: list[str] = []
+) -> list[bytes]:
+    """The exposition in pieces: every line of the families written here, and the text of
+    each run of other families, for the caller to join once (a large fleet's lines are held
+    by the collector's rows anyway; joining them per family and then joining the families
+    cost a second copy of ~25 MB)."""
+    out: list[bytes] = []
     others: list[Metric] = []
     for family in registry.collect():
         if isinstance(family, RenderedFamily) and family.writes_itself():
             if others:
-                out.append(render_others(others).decode("utf-8"))
+                out.append(render_others(others))
                 others = []
-            out.append(f"# HELP {family.name} {help_text(family.documentation)}\n")
-            out.append(f"# TYPE {family.name} {family.type}\n")
+            help = f"# HELP {family.name} {help_text(family.documentation)}\n"
+            out.append((help + f"# TYPE {family.name} {family.type}\n").encode("utf-8"))
             out.extend(family.sample_lines())
         else:
             others.append(_without_created(family))
     if others:
-        out.append(render_others(others).decode("utf-8"))
+        out.append(render_others(others))
     return out
 
 
@@ -202,7 +203,7 @@ def generate_latest(registry: Collector, escaping: str = openmetrics.UNDERSCORES
         text: bytes = text_format.generate_latest(_Families(families), escaping)
         return text
 
-    return "".join(_encode(registry, others, _help_text)).encode("utf-8")
+    return b"".join(_encode(registry, others, _help_text))
 
 
 def generate_openmetrics(
@@ -217,8 +218,8 @@ def generate_openmetrics(
         return text.removesuffix(_OPENMETRICS_EOF)
 
     out = _encode(registry, others, _openmetrics_help_text)
-    out.append(_OPENMETRICS_EOF.decode("utf-8"))
-    return "".join(out).encode("utf-8")
+    out.append(_OPENMETRICS_EOF)
+    return b"".join(out)
 
 
 def choose_encoder(accept_header: str) -> tuple[Encoder, str]:
@@ -233,7 +234,9 @@ def choose_encoder(accept_header: str) -> tuple[Encoder, str]:
     return encoder, content_type  # a format this module does not write
 
 
-def gauge_lines(name: str, label_texts: Iterable[str], values: Iterable[float | None]) -> list[str]:
+def gauge_lines(
+    name: str, label_texts: Iterable[str], values: Iterable[float | None]
+) -> list[bytes]:
     """The sample lines of gauge ``name``: one per (label text, float value) pair whose value
     is not ``None``."""
     return [
@@ -243,7 +246,8 @@ def gauge_lines(name: str, label_texts: Iterable[str], values: Iterable[float | 
     ]
 
 
-def gauge_line(name: str, labels: str, value: float) -> str:
-    """One sample line of gauge ``name``, ``labels`` its label text (``label_text``)."""
+def gauge_line(name: str, labels: str, value: float) -> bytes:
+    """One sample line of gauge ``name``, ``labels`` its label text (``label_text``), in
+    UTF-8 (``RenderedFamily.sample_lines``)."""
     text = repr(value) if _PLAIN_FROM < value < _PLAIN_UPTO else value_text(value)
-    return f"{name}{labels} {text}\n"
+    return f"{name}{labels} {text}\n".encode()
