@@ -384,12 +384,19 @@ class EventLog:
         self, state: _KindState, key: str, attrs: Attrs, *, force: bool
     ) -> Mapping[str, object] | None:
         """The key's attributes to record: always with an event (``force``), otherwise only
-        when they differ from the recorded ones; ``None`` when unchanged."""
-        if not force and state.seen.get(key) is attrs:
-            return None
+        when they differ from the recorded ones; ``None`` when unchanged.
+
+        ``seen`` holds the attrs object whose dump the recorded attributes equal: an event
+        of a key whose attrs object is the same carries the recorded dump as it is."""
+        recorded = state.loaded.history.attrs
+        if state.seen.get(key) is attrs:
+            if not force:
+                return None
+            found = recorded.get(key)
+            if found is not None:
+                return found
         state.seen[key] = attrs
         dumped = attrs.model_dump(by_alias=True)
-        recorded = state.loaded.history.attrs
         if not force and recorded.get(key) == dumped:
             return None
         recorded[key] = dumped
