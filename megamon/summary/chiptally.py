@@ -223,19 +223,25 @@ def _settle(
     gaps: tuple[Span, ...],
     *,
     fold: AvailabilityFold | None = None,
+    shape: tuple[str, int] | None = None,
 ) -> _Settled | None:
     """The record's figures at its last event (``None`` without events), ``fold`` (of a
-    record this one extends, under the same gaps before its last event) taken on."""
+    record this one extends, under the same gaps before its last event) taken on.
+    ``shape``: the accelerator and chips of ``attrs``, when already known (settled with
+    the same attrs object before)."""
     if not record.timestamps:
         return None
     fold = (fold or AvailabilityFold()).fold(record, gaps)
     last = fold.latest
     before = gaps_before(gaps, last)
-    mapping = _attrs_mapping(attrs)
-    value = mapping.get(CHIPS_ATTR)
-    chips = value if type(value) is int and value > 0 else 0
+    if shape is None:
+        mapping = _attrs_mapping(attrs)
+        value = mapping.get(CHIPS_ATTR)
+        chips = value if type(value) is int and value > 0 else 0
+        accelerator = Resource(kind, key, record, mapping).accelerator
+    else:
+        accelerator, chips = shape
     growth = fold.growth() if chips else Growth.NEITHER
-    accelerator = Resource(kind, key, record, mapping).accelerator
     return _Settled(
         record, attrs, accelerator, chips, before, fold.up, fold.down, last, growth, fold
     )
@@ -357,7 +363,12 @@ class ChipTally:
                 and extends(record, entry.record)
             ):
                 fold = entry.fold
-            settled = memo[key] = _settle(kind, key, record, obs_attrs, gaps, fold=fold)
+            shape = None
+            if entry is not None and entry.attrs is obs_attrs and obs_attrs is not None:
+                shape = (entry.accelerator, entry.chips)
+            settled = memo[key] = _settle(
+                kind, key, record, obs_attrs, gaps, fold=fold, shape=shape
+            )
             if sums is not None:
                 sums.count(entry, gaps, -1)
                 sums.count(settled, gaps, 1)
