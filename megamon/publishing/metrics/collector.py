@@ -260,6 +260,10 @@ def _provisioning(state: str, duration_ns: int) -> float | None:
     return duration_ns / NANOS_PER_SECOND if state else None
 
 
+_restarts_of = attrgetter("restart_counts", "restarts")
+"""What a resource's restart samples are made of, besides its labels."""
+
+
 def _restart_samples(labels: _LabelSet, obs: Observation) -> list[tuple[_LabelSet, float]]:
     """The restarts of a resource: one sample per kind of restart (``kind``) where the kind
     tells them apart (JobSets), else its one restart count (a described kind's)."""
@@ -507,16 +511,18 @@ class _KindTable:
             summary = summaries[key] if summary is None and source is not None else summary
             figures = _figures(summary) if summary is not None else None
             state = str(summary.provisioning_state) if summary is not None else ""
-        if kept is not None:
-            labels, restarts, restart_lines = kept.labels, kept.restarts, kept.restart_lines
+        was = previous.fixed if previous is not None else None
+        if was is not None and (was.obs.attrs is obs.attrs or was.obs.attrs == obs.attrs):
+            labels = was.labels  # the same labels: lines of values unchanged are too
         else:
-            was = previous.fixed if previous is not None else None
-            same = was is not None and (was.obs.attrs is obs.attrs or was.obs.attrs == obs.attrs)
-            labels = was.labels if was is not None and same else labels_of(obs.attrs)
+            labels, was = labels_of(obs.attrs), None
+        if was is not None and _restarts_of(was.obs) == _restarts_of(obs):
+            restarts, restart_lines = was.restarts, was.restart_lines
+        else:
             restarts = tuple(_restart_samples(labels, obs)) if self._restarts else ()
             restart_lines = tuple(self._restart_lines(restarts))
         values = _row_values(obs, figures, state)[: self._width]
-        lines = self._lines(labels, state, values)
+        lines = self._lines(labels, state, values, was if was and was.state == state else None)
         fixed = _Fixed(obs, labels, state, source, values, lines, restarts, restart_lines)
         running_lines = (lines[1], lines[2], lines[_PROVISIONING])
         self.rows[key] = _Row(fixed, running, running_lines)
@@ -540,15 +546,29 @@ class _KindTable:
         return _Row(fixed, running, (up_line, down_line, provisioning_line))
 
     def _lines(
-        self, labels: _LabelSet, state: str, values: tuple[float | None, ...]
+        self,
+        labels: _LabelSet,
+        state: str,
+        values: tuple[float | None, ...],
+        was: _Fixed | None = None,
     ) -> tuple[bytes | None, ...]:
-        text, line = labels.text, exposition.gauge_line
-        lines = [
-            None if value is None else line(name, text, value)
-            for name, value in zip(self._names, values, strict=True)
-        ]
-        lines[_PROVISIONING] = self._line(_PROVISIONING, labels, state, values[_PROVISIONING])
-        return tuple(lines)
+        """The line of each value; ``was``: a fixed part with the same labels and state,
+        whose line of an equal value is the same line (a resource that gained an event
+        changed a few of its figures, not all)."""
+        if was is None:
+            text, line = labels.text, exposition.gauge_line
+            lines = [
+                None if value is None else line(name, text, value)
+                for name, value in zip(self._names, values, strict=True)
+            ]
+            lines[_PROVISIONING] = self._line(_PROVISIONING, labels, state, values[_PROVISIONING])
+            return tuple(lines)
+        return tuple(
+            kept if value == before else self._line(column, labels, state, value)
+            for column, (value, before, kept) in enumerate(
+                zip(values, was.values, was.lines, strict=True)
+            )
+        )
 
     def _line(
         self, column: int, labels: _LabelSet, state: str, value: float | None
