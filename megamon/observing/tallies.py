@@ -128,16 +128,14 @@ class Tallies:
         def kept(key: Hashable, nodes: Sequence[NodeView], now: int, grace_ns: int) -> NodeCounts:
             found = latest.get(key)
             if (
-                found is not None
-                and found[0] is nodes
-                and found[1] == grace_ns
-                and found[2].hold_at(now)
+                found is None
+                or found[0] is not nodes
+                or found[1] != grace_ns
+                or not found[2].hold_at(now)
             ):
-                counts = found[2]
-            else:
-                counts = tally(nodes, now, grace_ns)
-            current[key] = (nodes, grace_ns, counts)
-            return counts
+                found = (nodes, grace_ns, tally(nodes, now, grace_ns))
+            current[key] = found
+            return found[2]
 
         yield kept
         self._latest = current
