@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
+from typing import cast
 
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.samples import Sample
@@ -616,7 +617,7 @@ class _KindTable:
         families: list[exposition.RenderedFamily] = [
             _KindGauge(name, help, self, index)
             for index, (name, help) in enumerate(self.families)
-            if self.column(index).count(None) < len(self.rows)
+            if any(self.column(index))  # a line is never empty: one that is not None
         ]
         if self._restarts is not None:
             restarts = [
@@ -641,8 +642,11 @@ class _KindGauge(exposition.RenderedFamily):
     def build_samples(self) -> list[Sample]:
         return self.table.samples(self.index)
 
-    def sample_lines(self) -> list[bytes]:
-        return list(filter(None, self.table.column(self.index)))
+    def sample_lines(self) -> Sequence[bytes]:
+        column = self.table.column(self.index)
+        if all(column):  # every resource has the sample (most families): no None to drop
+            return cast("tuple[bytes, ...]", column)
+        return list(filter(None, column))
 
 
 class _Lines(exposition.RenderedFamily):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 
 from prometheus_client import exposition as text_format
@@ -113,7 +113,7 @@ class RenderedFamily(Metric, ABC):
         """The family's samples as ``prometheus_client`` objects."""
 
     @abstractmethod
-    def sample_lines(self) -> list[bytes]:
+    def sample_lines(self) -> Sequence[bytes]:
         """The family's sample lines in the text format, each ending in a newline, in
         UTF-8: written once, they are joined into the body without a second encoding."""
 
