@@ -15,11 +15,12 @@ watch saw them; ``NodeGroups.of`` groups the same way in one pass.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Generic, TypeVar
 
+from megamon.observing.tallies import GroupChange
 from megamon.sources.kube.projections import NodeView
 
 JobSetName = tuple[str, str]
@@ -46,6 +47,17 @@ class NodeGroups:
 
     pools: Mapping[str, tuple[NodeView, ...]] = field(default_factory=dict)
     jobsets: Mapping[JobSetName, tuple[NodeView, ...]] = field(default_factory=dict)
+    changes: Mapping[int, tuple[tuple[NodeView, ...], GroupChange]] = field(
+        default_factory=dict, compare=False
+    )
+    """What made each group the last regrouping touched of the group before it, by the
+    identity of its tuple (``change``)."""
+
+    def change(self, nodes: Sequence[NodeView]) -> GroupChange | None:
+        """What made the group ``nodes`` (one of these groups' tuples) of the group before
+        it, when the last regrouping made it of one (``Tallies`` counts it from that)."""
+        found = self.changes.get(id(nodes))
+        return found[1] if found is not None and found[0] is nodes else None
 
     @classmethod
     def of(cls, nodes: Iterable[NodeView]) -> NodeGroups:
@@ -70,28 +82,50 @@ class _Grouping(Generic[G]):
 
     def __init__(self) -> None:
         self.members: dict[G, dict[str, NodeView]] = {}
-        self.touched: set[G] = set()
+        self.touched: dict[G, tuple[list[NodeView], list[NodeView]]] = {}
+        """The groups touched since they were last handed out: the nodes taken out, and
+        the nodes put in."""
+
+    def _touch(self, group: G) -> tuple[list[NodeView], list[NodeView]]:
+        found = self.touched.get(group)
+        if found is None:
+            found = self.touched[group] = ([], [])
+        return found
 
     def put(self, group: G, node: NodeView) -> None:
-        self.members.setdefault(group, {})[node.name] = node
-        self.touched.add(group)
+        members = self.members.setdefault(group, {})
+        removed, added = self._touch(group)
+        was = members.get(node.name)
+        if was is not None:
+            removed.append(was)
+        members[node.name] = node
+        added.append(node)
 
     def drop(self, group: G, node: NodeView) -> None:
         found = self.members.get(group)
-        if found is not None and found.pop(node.name, None) is not None:
-            self.touched.add(group)
+        was = found.pop(node.name, None) if found is not None else None
+        if found is not None and was is not None:
+            self._touch(group)[0].append(was)
             if not found:
                 del self.members[group]
 
-    def handed_out(self, before: Mapping[G, tuple[NodeView, ...]]) -> dict[G, tuple[NodeView, ...]]:
-        """``before`` with the touched groups listed afresh (the others: the same tuples)."""
+    def handed_out(
+        self,
+        before: Mapping[G, tuple[NodeView, ...]],
+        changes: dict[int, tuple[tuple[NodeView, ...], GroupChange]],
+    ) -> dict[G, tuple[NodeView, ...]]:
+        """``before`` with the touched groups listed afresh (the others: the same tuples);
+        what made each of a group before goes into ``changes``."""
         groups = dict(before)
-        for group in self.touched:
+        for group, (removed, added) in self.touched.items():
             found = self.members.get(group)
-            if found:
-                groups[group] = tuple(found[name] for name in sorted(found))
-            else:
+            if not found:
                 groups.pop(group, None)
+                continue
+            nodes = groups[group] = tuple(found[name] for name in sorted(found))
+            was = before.get(group)
+            if was is not None:
+                changes[id(nodes)] = (nodes, GroupChange(was, tuple(removed), tuple(added)))
         self.touched.clear()
         return groups
 
@@ -133,9 +167,10 @@ class NodeIndex:
         if len(old) + added != len(nodes):  # some nodes are gone
             for name in old.keys() - nodes.keys():
                 self._regroup(old[name], into=False)
-        pools = self._pools.handed_out(self._groups.pools)
-        jobsets = self._jobsets.handed_out(self._groups.jobsets)
-        self._groups = NodeGroups(pools, jobsets)
+        changes: dict[int, tuple[tuple[NodeView, ...], GroupChange]] = {}
+        pools = self._pools.handed_out(self._groups.pools, changes)
+        jobsets = self._jobsets.handed_out(self._groups.jobsets, changes)
+        self._groups = NodeGroups(pools, jobsets, changes)
         self._nodes = nodes
 
     def _regroup(self, node: NodeView, *, into: bool) -> None:

@@ -235,7 +235,7 @@ def _observe(
     result = Observed()
     short: set[str] = set()
     announcing: dict[str, tuple[int, int]] = {}
-    with (memo or Reuse()).call() as reuse, (tallies or Tallies()).call() as tally:
+    with (memo or Reuse()).call() as reuse, (tallies or Tallies()).call(groups.change) as tally:
         for pool in pools:
             listed.add(pool.name)
             members = by_pool.get(pool.name, ())

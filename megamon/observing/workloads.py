@@ -246,7 +246,8 @@ class WorkloadObserver:
         by_jobset = groups.jobsets
         result = Observed()
         provisioned: set[str] = set()
-        with self._jobset_nodes.call() as reuse, self._jobset_tallies.call() as tally:
+        tallies = self._jobset_tallies.call(groups.change)
+        with self._jobset_nodes.call() as reuse, tallies as tally:
             for js in jobsets:
                 found = by_jobset.get((js.namespace, js.name), ())
                 counted = tally(js.uid, found, now, settings.grace_ns)

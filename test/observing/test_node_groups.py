@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from types import MappingProxyType
+from unittest.mock import patch
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,7 +16,7 @@ from megamon.observing.common import Memos, Settings
 from megamon.observing.deletions import PoolLedger
 from megamon.observing.nodegroups import NodeGroups, NodeIndex
 from megamon.observing.nodepools import observe_nodepools_confirmed
-from megamon.observing.tallies import Tallies, tally
+from megamon.observing.tallies import RETALLY_FROM, GroupChange, Tallies, retallied, tally
 from megamon.observing.workloads import WorkloadObserver
 from megamon.sources.gke.views import NodePoolView
 from megamon.sources.kube.projections import JobSetView, NodeView, jobset_view
@@ -143,7 +144,13 @@ def test_cycles_on_a_kept_index_observe_what_a_first_look_observes(
     cycles: list[list[tuple[int, str, int]]],
 ) -> None:
     """Node pools and JobSet nodes observed cycle after cycle through one index and kept
-    counts equal what observers with nothing kept make of each snapshot."""
+    counts equal what observers with nothing kept make of each snapshot (groups of any size
+    counted from their changes, so that these small ones are too)."""
+    with patch("megamon.observing.tallies.RETALLY_FROM", 0):
+        _observe_cycles(cycles)
+
+
+def _observe_cycles(cycles: list[list[tuple[int, str, int]]]) -> None:
     settings_ = Settings()
     memos = Memos()
     observers = WorkloadObservers(nodes=memos.nodes)
@@ -166,3 +173,83 @@ def test_cycles_on_a_kept_index_observe_what_a_first_look_observes(
         got = observers.builtin.jobset_nodes(jobsets, groups, now, settings_)
         alone = baseline.jobset_nodes(jobsets, list(nodes.values()), now, settings_)
         assert got.observations == alone.observations
+
+
+_node_states = st.fixed_dictionaries(
+    {
+        "status": st.sampled_from(["True", "False", CONDITION_UNKNOWN, None, "Weird"]),
+        "since": st.sampled_from([None, NOW - 2 * GRACE, NOW - GRACE // 2]),
+        "maintenance": st.sampled_from(["", "active", "terminating", "other"]),
+        "scheduled": st.sampled_from([0, -1, 1_800_000_000, 1_800_000_100, 1_800_000_200]),
+        "allocatable": st.sampled_from([None, 0, 4, 8]),
+        "unschedulable": st.booleans(),
+    }
+)
+
+
+def _shaped(name: str, state: dict[str, object]) -> NodeView:
+    return replace(
+        a_node(name, "a"),
+        ready_status=state["status"],
+        ready_since_ns=state["since"],
+        maintenance=state["maintenance"],
+        scheduled_maintenance=state["scheduled"],
+        tpu_allocatable=state["allocatable"],
+        unschedulable=state["unschedulable"],
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(st.integers(0, 7), _node_states, max_size=8),
+    st.dictionaries(st.integers(0, 9), st.one_of(st.none(), _node_states), max_size=4),
+)
+def test_a_group_counted_from_its_changed_nodes_is_counted_as_one_pass_counts_it(
+    before_states: dict[int, dict[str, object]],
+    changes: dict[int, dict[str, object] | None],
+) -> None:
+    """Counts taken on from the nodes a change took out and put in (``retallied``) are the
+    counts of one pass over the group after it (``tally``), whatever the nodes say; where
+    they cannot be taken on, ``retallied`` says so and the group is counted again."""
+    before = {f"n{i}": _shaped(f"n{i}", state) for i, state in before_states.items()}
+    after, removed, added = dict(before), [], []
+    for i, state in changes.items():
+        name = f"n{i}"
+        if name in after:
+            removed.append(after.pop(name))
+        if state is not None:
+            after[name] = _shaped(name, state)
+            added.append(after[name])
+    old = tuple(before[name] for name in sorted(before))
+    new = tuple(after[name] for name in sorted(after))
+    change = GroupChange(old, tuple(removed), tuple(added))
+    counted = retallied(tally(old, NOW, GRACE), change, NOW, GRACE)
+    if counted is not None:
+        assert counted == tally(new, NOW, GRACE)
+
+
+def test_a_ready_node_turning_not_ready_is_counted_from_the_change_alone() -> None:
+    """The common change (a node of a large group turning NotReady) needs no pass over the
+    group; Tallies take the counts on through the index's ``NodeGroups.change``. (A group
+    smaller than ``RETALLY_FROM`` is counted again: that costs no more.)"""
+    index, tallies = NodeIndex(), Tallies()
+    nodes = {f"n{i}": a_node(f"n{i}", "a") for i in range(RETALLY_FROM)}
+    groups = index.groups(MappingProxyType(dict(nodes)))
+    with tallies.call(groups.change) as count:
+        count("a", groups.pools["a"], NOW, GRACE)
+    nodes["n3"] = a_node("n3", "a", "False")
+    groups = index.groups(MappingProxyType(dict(nodes)))
+    change = groups.change(groups.pools["a"])
+    assert change is not None and change.removed[0].name == change.added[0].name == "n3"
+    counted: list[object] = []
+    with (
+        patch(
+            "megamon.observing.tallies.tally",
+            side_effect=lambda n, *a: counted.append(n) or tally(n, *a),
+        ),
+        tallies.call(groups.change) as count,
+    ):
+        got = count("a", groups.pools["a"], NOW, GRACE)
+    assert got == tally(groups.pools["a"], NOW, GRACE)
+    assert counted, "counted"
+    assert all(len(nodes_counted) == 1 for nodes_counted in counted), "only the changed node"
