@@ -27,6 +27,11 @@ JobSetName = tuple[str, str]
 """(namespace, name) of a JobSet, as its nodes' labels name it."""
 
 _BY_NAME = attrgetter("name")
+RETALLY_FROM = 64
+"""Groups of fewer nodes are counted again when they change (``NodeIndex`` keeps no
+changes for them): one pass over them costs no more than counting the change; a 2,000-node
+slice one node of which turned NotReady is counted from that node."""
+
 G = TypeVar("G", str, JobSetName)
 
 
@@ -82,32 +87,42 @@ class _Grouping(Generic[G]):
 
     def __init__(self) -> None:
         self.members: dict[G, dict[str, NodeView]] = {}
-        self.touched: dict[G, tuple[list[NodeView], list[NodeView]]] = {}
-        """The groups touched since they were last handed out: the nodes taken out, and
-        the nodes put in."""
-
-    def _touch(self, group: G) -> tuple[list[NodeView], list[NodeView]]:
-        found = self.touched.get(group)
-        if found is None:
-            found = self.touched[group] = ([], [])
-        return found
+        self.touched: dict[G, tuple[list[NodeView], list[NodeView]] | None] = {}
+        """The groups touched since they were last handed out; for a group of
+        ``RETALLY_FROM`` nodes or more, the nodes taken out and the nodes put in."""
 
     def put(self, group: G, node: NodeView) -> None:
         members = self.members.setdefault(group, {})
-        removed, added = self._touch(group)
+        delta = self._touch(group, members)
         was = members.get(node.name)
-        if was is not None:
-            removed.append(was)
         members[node.name] = node
-        added.append(node)
+        if delta is not None:
+            if was is not None:
+                delta[0].append(was)
+            delta[1].append(node)
 
     def drop(self, group: G, node: NodeView) -> None:
         found = self.members.get(group)
-        was = found.pop(node.name, None) if found is not None else None
-        if found is not None and was is not None:
-            self._touch(group)[0].append(was)
-            if not found:
-                del self.members[group]
+        if found is None or node.name not in found:
+            return
+        delta = self._touch(group, found)
+        was = found.pop(node.name)
+        if delta is not None:
+            delta[0].append(was)
+        if not found:
+            del self.members[group]
+
+    def _touch(
+        self, group: G, members: Mapping[str, NodeView]
+    ) -> tuple[list[NodeView], list[NodeView]] | None:
+        """Mark ``group`` touched; the lists its changes go into, if they are kept."""
+        if group in self.touched:
+            return self.touched[group]
+        delta: tuple[list[NodeView], list[NodeView]] | None = None
+        if len(members) >= RETALLY_FROM:
+            delta = ([], [])
+        self.touched[group] = delta
+        return delta
 
     def handed_out(
         self,
@@ -117,14 +132,15 @@ class _Grouping(Generic[G]):
         """``before`` with the touched groups listed afresh (the others: the same tuples);
         what made each of a group before goes into ``changes``."""
         groups = dict(before)
-        for group, (removed, added) in self.touched.items():
+        for group, delta in self.touched.items():
             found = self.members.get(group)
             if not found:
                 groups.pop(group, None)
                 continue
             nodes = groups[group] = tuple(found[name] for name in sorted(found))
             was = before.get(group)
-            if was is not None:
+            if was is not None and delta is not None:
+                removed, added = delta
                 changes[id(nodes)] = (nodes, GroupChange(was, tuple(removed), tuple(added)))
         self.touched.clear()
         return groups

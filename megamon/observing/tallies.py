@@ -165,12 +165,6 @@ def _timeless(counts: NodeCounts) -> bool:
     return counts.holds_from == -_ALWAYS and counts.holds_until == _ALWAYS
 
 
-RETALLY_FROM = 64
-"""Groups of fewer nodes are counted again when they change: one pass over them costs no
-more than counting the change (a 2,000-node slice one node of which turned NotReady is
-counted from that node)."""
-
-
 @dataclass(frozen=True, slots=True)
 class GroupChange:
     """What made a group of nodes of the group before it: the nodes taken out (or replaced:
@@ -218,7 +212,7 @@ class Tallies:
             if found is None or found[1] != grace_ns:
                 found = (nodes, grace_ns, tally(nodes, now, grace_ns))
             elif found[0] is not nodes:
-                change = changes(nodes) if len(nodes) >= RETALLY_FROM else None
+                change = changes(nodes)
                 counts = None
                 if change is not None and change.before is found[0]:
                     counts = retallied(found[2], change, now, grace_ns)

@@ -14,9 +14,9 @@ from megamon.domain.rules.readiness import CONDITION_UNKNOWN
 from megamon.observing.cluster import WorkloadObservers, observe_pools
 from megamon.observing.common import Memos, Settings
 from megamon.observing.deletions import PoolLedger
-from megamon.observing.nodegroups import NodeGroups, NodeIndex
+from megamon.observing.nodegroups import RETALLY_FROM, NodeGroups, NodeIndex
 from megamon.observing.nodepools import observe_nodepools_confirmed
-from megamon.observing.tallies import RETALLY_FROM, GroupChange, Tallies, retallied, tally
+from megamon.observing.tallies import GroupChange, Tallies, retallied, tally
 from megamon.observing.workloads import WorkloadObserver
 from megamon.sources.gke.views import NodePoolView
 from megamon.sources.kube.projections import JobSetView, NodeView, jobset_view
@@ -146,7 +146,7 @@ def test_cycles_on_a_kept_index_observe_what_a_first_look_observes(
     """Node pools and JobSet nodes observed cycle after cycle through one index and kept
     counts equal what observers with nothing kept make of each snapshot (groups of any size
     counted from their changes, so that these small ones are too)."""
-    with patch("megamon.observing.tallies.RETALLY_FROM", 0):
+    with patch("megamon.observing.nodegroups.RETALLY_FROM", 0):
         _observe_cycles(cycles)
 
 
