@@ -39,7 +39,7 @@ from megamon.summary.foldstate import (
     encode_state,
 )
 from megamon.summary.report import SettledMemo, build_report
-from megamon.summary.summarizing import extends
+from megamon.summary.summarizing import Extensions, extends
 
 log = logging.getLogger(__name__)
 
@@ -183,14 +183,15 @@ class ReportAssembly:
             self._restored = True
         if not self._archive_read:
             self._read_archive()
+        extended = Extensions()  # the three folds of a changed record compare it once
         for kind in self._kinds:
             kind_records = records.get(kind, {})
             attrs = {key: obs.attrs for key, obs in observations.get(kind, {}).items()}
-            self._distributions.update(kind.value, kind_records, attrs)
+            self._distributions.update(kind.value, kind_records, attrs, extended)
             self._distributions.count_queueing(kind.value, observations.get(kind, {}))
             gaps = unobserved_gaps(coverage.get(kind, ()), now, self._slack)
             with self._lock:
-                self._chips.update(kind, kind_records, attrs, gaps)
+                self._chips.update(kind, kind_records, attrs, gaps, extended)
         report = build_report(
             observations,
             records,
@@ -199,6 +200,7 @@ class ReportAssembly:
             observed_at=observed_at,
             now=now,
             memo=self._memo,
+            extended=extended,
         )
         covered = {
             kind: max((end for _, end in spans), default=None) for kind, spans in coverage.items()

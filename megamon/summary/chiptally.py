@@ -35,7 +35,7 @@ from megamon.domain.kinds import Kind
 from megamon.domain.observations import Attrs
 from megamon.summary.availability import BandState, Resource, Window, resource_availability
 from megamon.summary.chips import CHIPS_ATTR, chips_of
-from megamon.summary.summarizing import extends
+from megamon.summary.summarizing import Extends, extends
 
 Span = tuple[int, int]
 ChipRow = tuple[str, str, float]
@@ -337,6 +337,7 @@ class ChipTally:
         records: Mapping[str, EventRecord],
         attrs: Mapping[str, Attrs],
         gaps: tuple[Span, ...],
+        extended: Extends = extends,
     ) -> None:
         """Settle the live records of ``kind`` that changed and forget the keys that left
         (retired: their figures come from their archive entries, ``add_archived``).
@@ -360,7 +361,7 @@ class ChipTally:
             if (
                 entry is not None
                 and entry.fold.count == len(entry.record)
-                and extends(record, entry.record)
+                and extended(record, entry.record)
             ):
                 fold = entry.fold
             shape = None

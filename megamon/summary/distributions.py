@@ -51,7 +51,7 @@ from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, Even
 from megamon.domain.interruptions import MAINTENANCE, UNKNOWN
 from megamon.domain.observations import Attrs, NodePoolAttrs, Observation
 from megamon.domain.timestamps import NANOS_PER_SECOND
-from megamon.summary.summarizing import extends
+from megamon.summary.summarizing import Extends, extends
 
 Period = tuple[str, str, int]
 """(measure, reason or provisioning state, nanoseconds)."""
@@ -334,7 +334,11 @@ class DistributionTally:
         return tuple((kind, shape, reason, ns) for (kind, shape, reason), ns in ordered)
 
     def update(
-        self, kind: str, records: Mapping[str, EventRecord], attrs: Mapping[str, Attrs]
+        self,
+        kind: str,
+        records: Mapping[str, EventRecord],
+        attrs: Mapping[str, Attrs],
+        extended: Extends = extends,
     ) -> None:
         """Count the live records of ``kind``; a key no longer live keeps its periods.
 
@@ -357,7 +361,7 @@ class DistributionTally:
             chips = obs_attrs.tpu_chip_count if obs_attrs is not None else 0
             contribution = found.contribution if found is not None else {}
             fold, contribution = self._recount(
-                kind, found, record, shape, chips, contribution=contribution
+                kind, found, record, shape, chips, contribution=contribution, extended=extended
             )
             opened = open_interruption(record)
             if opened is not None and (found is None or found.open != opened):
@@ -412,13 +416,14 @@ class DistributionTally:
         chips: int,
         *,
         contribution: Contribution,
+        extended: Extends = extends,
     ) -> tuple[PeriodFold, Contribution]:
         """The fold of ``record`` and its contribution, its periods counted in place of
         ``found``'s."""
         if (
             found is not None
             and found.fold.count == len(found.record)
-            and extends(record, found.record)
+            and extended(record, found.record)
         ):
             fold = found.fold
             if found.shape == shape and found.chips == chips:

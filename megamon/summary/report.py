@@ -20,7 +20,7 @@ from megamon.domain.kinds import Kind
 from megamon.domain.observations import Observation
 from megamon.domain.reports import KindReport, Report, ScheduledJob
 from megamon.domain.summaries import Summary
-from megamon.summary.summarizing import Settled, SummaryFold, extends, summary_at
+from megamon.summary.summarizing import Extends, Settled, SummaryFold, extends, summary_at
 
 
 class SettledMemo:
@@ -56,6 +56,7 @@ class SettledMemo:
         self,
         parts: Iterable[tuple[Kind, Mapping[str, Observation], Mapping[str, EventRecord]]],
         now: int,
+        extended: Extends = extends,
     ) -> list[SummariesAt]:
         """For each (kind, observations, records) part: every observed key's summary at
         ``now`` (made when first read)."""
@@ -72,7 +73,7 @@ class SettledMemo:
                     record = records.get(key, EMPTY_RECORD)
                     entry = found(key)
                     if entry is None or entry.record is not record or entry.settled is None:
-                        entry = _folded(entry, record)
+                        entry = _folded(entry, record, extended)
                     kept[key] = entry
                     assert entry.settled is not None
                     settled[key] = entry.settled
@@ -136,12 +137,12 @@ class _Entry:
     """``fold.settled()``; ``None`` until first asked for."""
 
 
-def _folded(entry: _Entry | None, record: EventRecord) -> _Entry:
+def _folded(entry: _Entry | None, record: EventRecord, extended: Extends = extends) -> _Entry:
     """``entry``'s fold taken on to ``record`` when ``record`` extends what it folded, else
     a fold of ``record`` from its first event."""
     if (
         entry is not None
-        and extends(record, entry.record)
+        and extended(record, entry.record)
         and entry.fold.count == len(entry.record)
     ):
         fold = entry.fold
@@ -160,6 +161,7 @@ def build_report(
     observed_at: Mapping[str, int],
     now: int,
     memo: SettledMemo,
+    extended: Extends = extends,
 ) -> Report:
     """Summaries of every observed resource of ``kinds`` at ``now``, with its observation.
 
@@ -168,7 +170,7 @@ def build_report(
     kinds = list(kinds)
     observed = [dict(observations.get(kind, {})) for kind in kinds]
     kind_records = [records.get(kind, {}) for kind in kinds]
-    summaries = memo.summaries(zip(kinds, observed, kind_records, strict=True), now)
+    summaries = memo.summaries(zip(kinds, observed, kind_records, strict=True), now, extended)
     # The parts are already-validated models; skip re-validating thousands of them.
     parts = {
         kind: KindReport.model_construct(observations=observations, summaries=kind_summaries)

@@ -26,7 +26,7 @@ the longest duration, never an integer that no JSON reader or Prometheus series 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
@@ -398,6 +398,29 @@ class SummaryFold:
             last=self.last,
             latest=self.latest,
         )
+
+
+Extends = Callable[[EventRecord, EventRecord], bool]
+"""``extends``, or what answers as it does (``Extensions``)."""
+
+
+class Extensions:
+    """``extends`` for the folds of one report, each pair of records compared once: the
+    summary, the histograms' periods and the chip figures each ask it of a record that
+    gained events and the one they folded, mostly the same two records (at 1,000 events a
+    comparison is a few microseconds, for every changed resource, three times)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[int, int], tuple[EventRecord, EventRecord, bool]] = {}
+
+    def __call__(self, record: EventRecord, before: EventRecord) -> bool:
+        key = (id(record), id(before))
+        found = self._seen.get(key)
+        if found is not None and found[0] is record and found[1] is before:
+            return found[2]
+        result = extends(record, before)
+        self._seen[key] = (record, before, result)
+        return result
 
 
 def extends(record: EventRecord, before: EventRecord) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 from random import Random
+from unittest.mock import patch
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -42,7 +43,7 @@ from megamon.stores.local import LocalEventStore
 from megamon.summary.availability import Resource
 from megamon.summary.chiptally import AvailabilityFold
 from megamon.summary.distributions import PeriodFold, record_periods
-from megamon.summary.summarizing import SummaryFold, extends, settle, summary_at
+from megamon.summary.summarizing import Extensions, SummaryFold, extends, settle, summary_at
 from test.fleet.test_written_histories import KINDS as WRITTEN_KINDS
 from test.fleet.test_written_histories import RESOURCES as WRITTEN_RESOURCES
 from test.fleet.test_written_histories import runs as written_runs
@@ -158,6 +159,23 @@ def test_extends_is_an_append_only() -> None:
     assert not extends(EventRecord.trusted((1, 3, 4), b"\x00\x01\x00"), a)
     assert not extends(EventRecord.trusted((1, 2, 3), b"\x00\x00\x00"), a)
     assert not extends(EventRecord.trusted((1,), b"\x00"), a)
+
+
+def test_extensions_answer_as_extends_does_comparing_each_pair_once() -> None:
+    """A report's folds share one ``Extensions``: each pair of records is compared once,
+    and the answer is ``extends``'s, for pairs that extend and pairs that do not."""
+    a = EventRecord.trusted((1, 2), b"\x00\x01")
+    grown = EventRecord.trusted((1, 2, 3), b"\x00\x01\x00")
+    other = EventRecord.trusted((1, 3, 4), b"\x00\x01\x00")
+    extended = Extensions()
+    with patch("megamon.summary.summarizing.extends", side_effect=extends) as compared:
+        for _ in range(3):
+            assert [extended(grown, a), extended(other, a), extended(a, grown)] == [
+                extends(grown, a),
+                extends(other, a),
+                extends(a, grown),
+            ]
+    assert compared.call_count == 3
 
 
 @pytest.mark.parametrize("name", CASES)
