@@ -260,6 +260,9 @@ class DistributionTally:
     from ``histograms``, which a recount of the history rebuilds exactly."""
     _counted: dict[str, dict[str, Counted]] = field(default_factory=dict)
     """Per kind, per key: what each live record contributes now."""
+    _open: dict[str, dict[str, Counted]] = field(default_factory=dict)
+    """The ``_counted`` with an interruption going on and chips: the ones ``chips_down``
+    adds up to ``now`` (a few of a large fleet, every report)."""
     queueing: dict[SeriesKey, Histogram] = field(default_factory=dict)
     """Queueing times, each resource's stage counted once (``count_queueing``)."""
     _queued: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict)
@@ -318,13 +321,26 @@ class DistributionTally:
         """Chip-nanoseconds down by kind, shape and reason: closed interruptions (retired
         resources' included) plus the ongoing ones of live resources up to ``now``."""
         total = dict(self.chip_ns)
-        for kind, counted_kind in self._counted.items():
-            for counted in counted_kind.values():
+        for kind, open_kind in self._open.items():
+            for counted in open_kind.values():
                 if counted.open is not None and counted.chips:
                     start, reason = counted.open
                     key = (kind, counted.shape, reason)
                     total[key] = total.get(key, 0) + _duration(now - start) * counted.chips
         return total
+
+    def _count(self, kind: str, key: str, counted: Counted | None) -> None:
+        """``counted`` is what ``key`` contributes now (``None``: it is no longer live)."""
+        counted_kind = self._counted.setdefault(kind, {})
+        open_kind = self._open.setdefault(kind, {})
+        if counted is None:
+            counted_kind.pop(key, None)
+        else:
+            counted_kind[key] = counted
+        if counted is not None and counted.open is not None and counted.chips:
+            open_kind[key] = counted
+        else:
+            open_kind.pop(key, None)
 
     def chips_down_rows(self, now: int) -> tuple[tuple[str, Shape, str, int], ...]:
         """``chips_down`` as the report holds it: (kind, shape, reason, chip-nanoseconds)
@@ -370,10 +386,11 @@ class DistributionTally:
                     measure, label, ns = lead
                     series = SeriesKey(measure, kind, shape, label)
                     self.lead_times.setdefault(series, Histogram()).add(ns)
-            counted_kind[key] = Counted(record, obs_attrs, shape, fold, chips, opened, contribution)
+            counted = Counted(record, obs_attrs, shape, fold, chips, opened, contribution)
+            self._count(kind, key, counted)
         if len(counted_kind) > len(records):
             for gone in [k for k in counted_kind if k not in records]:
-                del counted_kind[gone]  # retired: its periods stay in the histograms
+                self._count(kind, gone, None)  # retired: its periods stay in the histograms
 
     def count_queueing(self, kind: str, observations: Mapping[str, Observation]) -> None:
         """Count the queueing time of each stage a live resource of ``kind`` reached that
@@ -401,7 +418,7 @@ class DistributionTally:
         left ``None``, so the next ``update`` counts the lead time of an interruption still
         open, as a start from the history does."""
         self._merge(kind, counted.shape, counted.contribution, counted.chips)
-        self._counted.setdefault(kind, {})[key] = counted
+        self._count(kind, key, counted)
 
     def counted(self, kind: str) -> Mapping[str, Counted]:
         """What each live record of ``kind`` contributes now (for the persisted state)."""
