@@ -297,7 +297,7 @@ class Aggregator:
             coverage=coverage,
             epoch=epoch,
             snapshots=snapshots,
-            scheduling=observe_scheduling(snapshot, listing[0] if listing else []),
+            scheduling=observe_scheduling(snapshot, listing[0] if listing else [], self._memos),
             observed_at=self._observed_at,
             now=now,
         )

@@ -16,7 +16,7 @@ from megamon.observing.common import Memos, Observed, Problem, Settings
 from megamon.observing.described import DescribedObserver
 from megamon.observing.nodegroups import NodeIndex
 from megamon.observing.nodepools import observe_nodepools_confirmed
-from megamon.observing.scheduling import scheduling_map
+from megamon.observing.scheduling import LeaderJobs, scheduling_map
 from megamon.observing.slices import observe_slices
 from megamon.observing.workloads import WorkloadObserver
 from megamon.sources.gke.views import NodePoolView
@@ -125,8 +125,9 @@ def observe_pools(
 
 
 def observe_scheduling(
-    snapshot: ClusterSnapshot, pools: Iterable[NodePoolView]
+    snapshot: ClusterSnapshot, pools: Iterable[NodePoolView], memos: Memos | None = None
 ) -> dict[str, ScheduledJob]:
     live = {pool.name for pool in pools}
     # Nodes are cluster-scoped: the cache keys them by name already.
-    return scheduling_map(snapshot.leader_pods.values(), snapshot.nodes, live)
+    with (memos.leader_jobs if memos is not None else LeaderJobs()).call() as job_of:
+        return scheduling_map(snapshot.leader_pods.values(), snapshot.nodes, live, job_of)

@@ -19,6 +19,7 @@ from megamon.domain.rules.readiness import DEFAULT_UNKNOWN_GRACE_NS
 from megamon.errors import ObservationError
 from megamon.observing.deletions import CONFIRM_WITHIN_NS, PoolLedger
 from megamon.observing.nodegroups import NodeIndex
+from megamon.observing.scheduling import LeaderJobs
 from megamon.observing.tallies import Tallies
 
 __all__ = [
@@ -155,6 +156,8 @@ class Memos:
     nodes: NodeIndex = field(default_factory=NodeIndex)
     """The snapshot's nodes grouped by pool and by JobSet, regrouped as they change; the
     JobSet-nodes observer reads the same index (``WorkloadObservers(nodes=…)``)."""
+    leader_jobs: LeaderJobs = field(default_factory=LeaderJobs)
+    """The scheduling map's Job of each leader pod, kept while the pod is unchanged."""
     pool_ledger: PoolLedger = field(default_factory=PoolLedger)
     """What the node pool observer concluded last cycle: the pools whose down waits for GKE
     (``megamon.observing.deletions``). Not a cache: the next cycle's decision depends on it."""

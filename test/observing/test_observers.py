@@ -13,7 +13,7 @@ from megamon.domain.owners import SliceOwner
 from megamon.errors import ObservationError
 from megamon.observing.common import Reuse, Settings
 from megamon.observing.nodepools import observe_nodepools
-from megamon.observing.scheduling import scheduling_map
+from megamon.observing.scheduling import LeaderJobs, scheduling_map
 from megamon.observing.slices import observe_slices
 from megamon.observing.workloads import (
     observe_jobset_nodes,
@@ -439,6 +439,17 @@ def test_scheduling_map_from_leader_pods_pruned_to_live_pools() -> None:
     assert {k: (v.job_name, v.jobset_name) for k, v in got.items()} == {
         "np-a": ("js-slice-0", "js")
     }
+    jobs = LeaderJobs()
+    with jobs.call() as job_of:
+        first = scheduling_map(pods, node_index, {"np-a"}, job_of)
+    with jobs.call() as job_of:
+        again = scheduling_map(pods, node_index, {"np-a"}, job_of)
+    assert first == again == got
+    assert again["np-a"] is first["np-a"], "an unchanged leader pod's Job is kept"
+    moved = [pod("0", "n1", "0"), *pods[1:]]  # a new projection of the same pod
+    with jobs.call() as job_of:
+        third = scheduling_map(moved, node_index, {"np-a"}, job_of)
+    assert third == got and third["np-a"] is not first["np-a"]
 
 
 def test_a_pool_that_cannot_be_sized_any_more_keeps_its_last_observation() -> None:
