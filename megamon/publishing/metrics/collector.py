@@ -7,7 +7,7 @@ step with it, no stale series of a resource that left the fleet, and no lock.
 The emission rules — which series a resource has, and when — are ``_SUMMARY_GAUGES`` and
 ``_row_values``, and nothing else. A scrape turns each resource into one row: its label set,
 one value per family of its kind (``None`` where it has no sample) and the sample line of
-each. The families read their samples from those rows on demand: as text lines for
+each. The families read their samples from those rows on demand: as UTF-8 lines for
 ``exposition`` (the fast encoder; a 65,000-node fleet is ~200,000 samples), or as ``Sample``
 tuples for ``prometheus_client``. A row is kept to the next scrape, which reuses it while
 the resource's observation and settled summary are the same objects, writing only the lines
@@ -234,7 +234,7 @@ def _row_values(
     is a summary, and the value is non-zero or always emitted); chips (when known); the
     provisioning duration (when there is a provisioning state, which becomes its label);
     surplus nodes (when non-zero). The table keeps the columns its kind has
-    (``_KindTable.add``); restarts, one sample per kind of restart, are its own
+    (``_KindTable._add``); restarts, one sample per kind of restart, are its own
     (``_restart_samples``).
     """
     values: list[float | None] = [1.0 if obs.up else 0.0]
