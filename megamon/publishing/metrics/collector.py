@@ -234,7 +234,7 @@ def _row_values(
     is a summary, and the value is non-zero or always emitted); chips (when known); the
     provisioning duration (when there is a provisioning state, which becomes its label);
     surplus nodes (when non-zero). The table keeps the columns its kind has
-    (``_KindTable._add``); restarts, one sample per kind of restart, are its own
+    (``_KindTable._rebuild``); restarts, one sample per kind of restart, are its own
     (``_restart_samples``).
     """
     values: list[float | None] = [1.0 if obs.up else 0.0]
@@ -411,6 +411,11 @@ class _Row:
 _NOT_RUNNING = (0, 0, 0)
 
 
+def _nothing_settled(key: str) -> Settled | None:
+    """``SummariesAt.settled`` of a report whose summaries were all made up front."""
+    return None
+
+
 class _KindTable:
     """Every resource of one kind for one scrape, as rows (``_Row``); a family reads its
     column of lines, or of values for ``prometheus_client``. ``previous`` is the table of
@@ -438,78 +443,64 @@ class _KindTable:
         """Add every resource's row; one that raises is left out entirely and handed to
         ``failed``.
 
-        Where the report makes summaries when read (``SummariesAt``), a row whose
-        observation and ``Settled`` object are the last scrape's is that row with its running
-        figures brought up to date, and no summary is made at all: the loop below is most of
-        a large fleet's scrape, so it does no more than that."""
+        The last scrape's row is carried on (its running figures brought up to date) while
+        the observation is the same object and the summary's settled part is the same: the
+        same ``Settled`` object where the report makes summaries when read (``SummariesAt``:
+        then no summary is made at all), else equal settled fields. That is most of a large
+        fleet's scrape, so this loop does no more than decide it; ``_rebuild`` does the
+        rest."""
         lazy = summaries if isinstance(summaries, SummariesAt) else None
-        if lazy is None:
-            for key, obs in observations.items():
-                try:
-                    self._add(key, obs, summaries, labels_of)
-                except Exception as err:
-                    failed(key, err)
-            return
-        now, settled_of, previous_of = lazy.now, lazy.settled, self._previous.get
-        rows = self.rows
+        now = lazy.now if lazy is not None else 0
+        settled_of = lazy.settled if lazy is not None else _nothing_settled
+        previous_of, rows = self._previous.get, self.rows
+        source: object
         for key, obs in observations.items():
             try:
                 previous, settled = previous_of(key), settled_of(key)
+                summary: Summary | None = None
+                if settled is not None and settled.holds_at(now):
+                    source, running = settled, settled.running(now)
+                else:
+                    summary = summaries.get(key)
+                    if summary is None:
+                        source, running = None, _NOT_RUNNING
+                    else:
+                        source, running = _settled_fields(summary), _running_fields(summary)
                 if (
                     previous is not None
-                    and settled is not None
-                    and previous.fixed.source is settled
                     and previous.fixed.obs is obs
-                    and settled.holds_at(now)
+                    and (
+                        previous.fixed.source is source
+                        or (type(source) is tuple and previous.fixed.source == source)
+                    )
                 ):
-                    running = settled.running(now)
                     if running != previous.running:
                         previous = self._ran_on(previous, running)
                     rows[key] = previous
                 else:
-                    self._add(key, obs, summaries, labels_of)
+                    rows[key] = self._rebuild(
+                        key, obs, previous, (source, running, summary), labels_of
+                    )
             except Exception as err:
                 failed(key, err)
 
-    def _add(
+    def _rebuild(
         self,
         key: str,
         obs: Observation,
-        summaries: Mapping[str, Summary],
+        previous: _Row | None,
+        read: tuple[object, tuple[int, int, int], Summary | None],
         labels_of: Callable[[Attrs], _LabelSet],
-    ) -> None:
-        """Add a resource's row; raises before anything is added. The last scrape's row is
-        kept (its running columns brought up to date) while the observation is the same
-        object and the summary's settled part the same: the same ``Settled`` object where
-        the report makes summaries when read, else equal settled fields."""
-        previous = self._previous.get(key)
-        summary: Summary | None = None
-        lazy = summaries if isinstance(summaries, SummariesAt) else None
-        settled = lazy.settled(key) if lazy is not None else None
-        source: object
-        if lazy is not None and settled is not None and settled.holds_at(lazy.now):
-            source, running = settled, settled.running(lazy.now)
-        else:
-            summary = summaries.get(key)
-            if summary is None:
-                source, running = None, _NOT_RUNNING
-            else:
-                source, running = _settled_fields(summary), _running_fields(summary)
-        kept = previous.fixed if previous is not None and previous.fixed.obs is obs else None
-        if (
-            previous is not None
-            and kept is not None
-            and (kept.source is source or (type(source) is tuple and kept.source == source))
-        ):
-            if previous.running != running:
-                previous = self._ran_on(previous, running)
-            self.rows[key] = previous
-            return
+    ) -> _Row:
+        """A new row for ``key``: ``read`` is what ``add_all`` read of its summary (the
+        source of its settled figures, its running figures, the summary if made). What did
+        not change is taken from the last scrape's row: its labels (same attrs), the lines of
+        equal values, its restart lines (same restarts)."""
+        source, running, summary = read
         figures: tuple[int, ...] | None
         if isinstance(source, Settled):  # read without making the summary
             figures, state = _settled_figures(source, running), str(source.base.provisioning_state)
-        else:
-            summary = summaries[key] if summary is None and source is not None else summary
+        else:  # the summary made up front (or none: a resource without one)
             figures = _figures(summary) if summary is not None else None
             state = str(summary.provisioning_state) if summary is not None else ""
         was = previous.fixed if previous is not None else None
@@ -525,8 +516,7 @@ class _KindTable:
         values = _row_values(obs, figures, state)[: self._width]
         lines = self._lines(labels, state, values, was if was and was.state == state else None)
         fixed = _Fixed(obs, labels, state, source, values, lines, restarts, restart_lines)
-        running_lines = (lines[1], lines[2], lines[_PROVISIONING])
-        self.rows[key] = _Row(fixed, running, running_lines)
+        return _Row(fixed, running, (lines[1], lines[2], lines[_PROVISIONING]))
 
     def _ran_on(self, row: _Row, running: tuple[int, int, int]) -> _Row:
         """``row`` with the running columns' new values, and lines where they changed (the
