@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 
 from megamon.domain.events import FLAG_EXPECTED_DOWN, FLAG_FAILED, FLAG_UP, EventRecord
 from megamon.domain.summaries import EMPTY_SUMMARY, ProvisioningState, Summary
-from megamon.domain.timestamps import MAX_DURATION_NS, add, elapsed, saturated
+from megamon.domain.timestamps import add, elapsed, saturated
 
 
 @dataclass(slots=True)
@@ -129,10 +129,7 @@ class Settled:
         base, last = self.base, self.last
         if last is None:
             return base.up_time, base.down_time, base.provisioning_duration
-        # add(self.open_before_last, elapsed(last, now)), written out: called for every
-        # resource at every scrape (both are durations, the first not negative)
-        running = self.open_before_last + (now - last if now > last else 0)
-        running = running if running <= MAX_DURATION_NS else MAX_DURATION_NS
+        running = add(self.open_before_last, elapsed(last, now))
         since = self.provisioning_since
         provisioning = base.provisioning_duration if since is None else elapsed(since, now)
         if self.open_up:
